@@ -1,0 +1,116 @@
+"""Request-only context injection and tool-visibility narrowing.
+
+A ``BEFORE_INFERENCE`` hook injects context by staging a write to the
+:data:`CONTEXT_MESSAGES` run-scope key (use :func:`inject`). Entries are keyed,
+so two plugins never duplicate each other; the loop places them into the next
+request only, ordered by ``(band, priority, key)``, and clears the key once the
+request is sent. They never reach the transcript.
+
+Tool narrowing works the same way through :data:`TOOL_FILTER`: each plugin
+writes its own entry (use :class:`ToolFilter`), the loop intersects every entry
+with the agent's tools for the request, and a call to a tool the request did
+not show is blocked. Nothing here can add a tool the agent does not have.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ._state import Command, MergePolicy, Scope
+
+__all__ = [
+    "CONTEXT_MESSAGES",
+    "TOOL_FILTER",
+    "Band",
+    "ContextMessage",
+    "ToolFilter",
+    "inject",
+]
+
+CONTEXT_MESSAGES = "awaken.context_messages"
+"""Run-scope COMMUTATIVE key: ``{entry key: ContextMessage data}``."""
+
+TOOL_FILTER = "awaken.tool_filter"
+"""Run-scope COMMUTATIVE key: ``{plugin id: ToolFilter data}``."""
+
+
+class Band(enum.StrEnum):
+    """Where a context message lands in the request."""
+
+    SYSTEM = "system"
+    """Joined into the system prompt."""
+    SESSION = "session"
+    """Right after the system prompt."""
+    CONVERSATION = "conversation"
+    """Just before the newest user message."""
+    SUFFIX = "suffix"
+    """After everything else."""
+
+
+BAND_ORDER = {Band.SYSTEM: 0, Band.SESSION: 1, Band.CONVERSATION: 2, Band.SUFFIX: 3}
+
+
+class ContextMessage(BaseModel):
+    """One keyed piece of request-only context.
+
+    ``cooldown_steps`` throttles re-injection: after the entry is placed into a
+    request, writes of the same key are ignored for that many further steps.
+    """
+
+    model_config = ConfigDict(frozen=True)
+    key: str = Field(min_length=1)
+    band: Band
+    content: str
+    priority: int = 0
+    cooldown_steps: int = Field(default=0, ge=0)
+    role: Literal["system", "user"] = "system"
+
+
+def inject(*messages: ContextMessage) -> Command:
+    """The command that adds ``messages`` to the next request's context."""
+    return Command.set(
+        CONTEXT_MESSAGES,
+        {m.key: m.model_dump(mode="json") for m in messages},
+        scope=Scope.RUN,
+        merge=MergePolicy.COMMUTATIVE,
+    )
+
+
+class ToolFilter(BaseModel):
+    """One plugin's narrowing of the tools the next request shows.
+
+    ``only``: if set, the plugin allows just these tool ids. ``hide``: tool ids
+    the plugin hides. Filters of several plugins intersect.
+    """
+
+    model_config = ConfigDict(frozen=True)
+    only: frozenset[str] | None = None
+    hide: frozenset[str] = frozenset()
+
+    def command(self, plugin_id: str) -> Command:
+        """The command that installs this filter as ``plugin_id``'s entry."""
+        data: dict[str, Any] = {
+            "only": sorted(self.only) if self.only is not None else None,
+            "hide": sorted(self.hide),
+        }
+        return Command.set(
+            TOOL_FILTER, {plugin_id: data}, scope=Scope.RUN, merge=MergePolicy.COMMUTATIVE
+        )
+
+
+def visible_tools(agent_tools: Iterable[str], filters: dict[str, Any] | None) -> list[str]:
+    """Agent tool ids that every filter lets through, in the agent's order."""
+    ids = list(agent_tools)
+    if not filters:
+        return ids
+    allowed = set(ids)
+    for entry in filters.values():
+        only = entry.get("only")
+        if only is not None:
+            allowed.intersection_update(only)
+        allowed.difference_update(entry.get("hide", ()))
+    return [i for i in ids if i in allowed]

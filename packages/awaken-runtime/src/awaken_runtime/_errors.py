@@ -1,0 +1,116 @@
+"""Exceptions a user of the runtime can meet, each naming the thing and the fix."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+__all__ = [
+    "AgentConfigError",
+    "AwakenError",
+    "CapabilityBoundError",
+    "DuplicateIdError",
+    "PluginLoadError",
+    "ResolutionError",
+    "StateConflictError",
+    "StateValueError",
+    "ToolError",
+    "VersionConflict",
+]
+
+
+class AwakenError(Exception):
+    """Base class of every error raised by awaken."""
+
+
+class ToolError(AwakenError):
+    """Raised by a tool for a hard failure: the run ends with ``Error(ToolFailure)``.
+
+    For an error the model should see and react to, return
+    ``ToolOutput.error(...)`` instead.
+    """
+
+
+class StateConflictError(AwakenError):
+    """Writes in one batch broke a key's merge policy."""
+
+    def __init__(self, *, key: str, scope: str, producers: tuple[str, str], reason: str) -> None:
+        self.key = key
+        self.scope = scope
+        self.producers = producers
+        self.reason = reason
+        super().__init__(
+            f"state conflict on {scope}:{key!r} between {producers[0]!r} and "
+            f"{producers[1]!r}: {reason}; give each producer its own key or use "
+            f"MergePolicy.COMMUTATIVE for object values"
+        )
+
+
+class StateValueError(AwakenError):
+    """A value does not match the type a ``StateKey`` declares."""
+
+
+class CapabilityBoundError(AwakenError):
+    """A plugin contributed or wrote something outside its ``CapabilityBound``."""
+
+    def __init__(self, plugin_id: str, item: str, detail: str) -> None:
+        self.plugin_id = plugin_id
+        self.item = item
+        super().__init__(
+            f"plugin {plugin_id!r} exceeded its capability bound: {detail}; "
+            f"declare {item} in the plugin's CapabilityBound or stop contributing it"
+        )
+
+
+class AgentConfigError(AwakenError):
+    """An agent's configuration (or a plugin's config table) is invalid."""
+
+
+class ResolutionError(AwakenError):
+    """An agent names a tool, model, provider, plugin or delegate that is not registered."""
+
+    def __init__(self, agent_id: str, kind: str, missing: str, available: Iterable[str]) -> None:
+        self.agent_id = agent_id
+        self.kind = kind
+        self.missing = missing
+        names = sorted(available)
+        shown = ", ".join(repr(n) for n in names) if names else "none"
+        super().__init__(
+            f"agent {agent_id!r} names unknown {kind} {missing!r}; registered {kind}s: {shown}"
+        )
+
+
+class PluginLoadError(AwakenError):
+    """A discovered plugin distribution failed to import or register."""
+
+    def __init__(self, source: str, distribution: str | None, error: BaseException | str) -> None:
+        self.source = source
+        self.distribution = distribution
+        self.error = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+        where = f" (distribution {distribution!r})" if distribution else ""
+        super().__init__(f"plugin entry point {source!r}{where} failed to load: {self.error}")
+
+
+class DuplicateIdError(AwakenError):
+    """Two sources register the same id (plugin, tool, provider, model or agent)."""
+
+    def __init__(self, kind: str, item_id: str, first: str, second: str) -> None:
+        self.kind = kind
+        self.item_id = item_id
+        self.sources = (first, second)
+        super().__init__(
+            f"{kind} id {item_id!r} is registered by both {first!r} and {second!r}; "
+            f"uninstall one, or disable one with AWAKEN_DISABLE_PLUGINS"
+        )
+
+
+class VersionConflict(AwakenError):
+    """A thread commit expected a version the store no longer has."""
+
+    def __init__(self, thread_id: str, expected: int, actual: int) -> None:
+        self.thread_id = thread_id
+        self.expected = expected
+        self.actual = actual
+        super().__init__(
+            f"thread {thread_id!r} is at version {actual}, commit expected {expected}; "
+            f"another run committed first: reload the thread and retry"
+        )

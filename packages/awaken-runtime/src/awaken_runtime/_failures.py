@@ -1,0 +1,150 @@
+"""Typed, serializable reasons a run ended: ``Phase``, ``EndCause`` and ``Failure``."""
+
+from __future__ import annotations
+
+import enum
+from typing import Annotated, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "Cancelled",
+    "CapabilityBoundFailure",
+    "ConfigFailure",
+    "EndCause",
+    "Error",
+    "Failure",
+    "InternalFailure",
+    "MaxSteps",
+    "NaturalEnd",
+    "Phase",
+    "PluginFailure",
+    "ProviderFailure",
+    "StateConflictFailure",
+    "Stopped",
+    "ToolFailure",
+]
+
+
+class Phase(enum.StrEnum):
+    """The committed status of a run."""
+
+    RUNNING = "running"
+    WAITING = "waiting"
+    ENDED = "ended"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class StateConflictFailure(_Frozen):
+    """Two producers broke a key's merge policy in one batch."""
+
+    kind: Literal["state_conflict"] = "state_conflict"
+    key: str
+    scope: str
+    producers: tuple[str, str]
+    message: str
+
+
+class CapabilityBoundFailure(_Frozen):
+    """A plugin contributed or wrote something its ``CapabilityBound`` does not allow."""
+
+    kind: Literal["capability_bound"] = "capability_bound"
+    plugin_id: str
+    item: str
+    message: str
+
+
+class ProviderFailure(_Frozen):
+    """The model provider failed (after retries)."""
+
+    kind: Literal["provider"] = "provider"
+    provider: str
+    model: str
+    message: str
+
+
+class ToolFailure(_Frozen):
+    """A tool raised ``ToolError``: a hard failure not handed to the model."""
+
+    kind: Literal["tool"] = "tool"
+    tool_id: str
+    call_id: str
+    message: str
+
+
+class PluginFailure(_Frozen):
+    """A plugin hook, gate, observer or guard raised."""
+
+    kind: Literal["plugin"] = "plugin"
+    plugin_id: str
+    hook: str
+    message: str
+
+
+class ConfigFailure(_Frozen):
+    """The agent's configuration could not be used."""
+
+    kind: Literal["config"] = "config"
+    message: str
+
+
+class InternalFailure(_Frozen):
+    """A bug in the runtime itself."""
+
+    kind: Literal["internal"] = "internal"
+    message: str
+
+
+Failure: TypeAlias = Annotated[
+    StateConflictFailure
+    | CapabilityBoundFailure
+    | ProviderFailure
+    | ToolFailure
+    | PluginFailure
+    | ConfigFailure
+    | InternalFailure,
+    Field(discriminator="kind"),
+]
+"""Any typed failure; the ``kind`` field tells which."""
+
+
+class NaturalEnd(_Frozen):
+    """The model answered without tool calls and every run-end guard agreed."""
+
+    kind: Literal["natural_end"] = "natural_end"
+
+
+class MaxSteps(_Frozen):
+    """The agent's ``max_steps`` was reached."""
+
+    kind: Literal["max_steps"] = "max_steps"
+    max_steps: int
+
+
+class Cancelled(_Frozen):
+    """The run's cancellation token was triggered."""
+
+    kind: Literal["cancelled"] = "cancelled"
+
+
+class Stopped(_Frozen):
+    """A plugin or stop condition ended the run."""
+
+    kind: Literal["stopped"] = "stopped"
+    reason: str
+
+
+class Error(_Frozen):
+    """The run failed; ``failure`` says how."""
+
+    kind: Literal["error"] = "error"
+    failure: Failure
+
+
+EndCause: TypeAlias = Annotated[
+    NaturalEnd | MaxSteps | Cancelled | Stopped | Error, Field(discriminator="kind")
+]
+"""Why a run ended."""

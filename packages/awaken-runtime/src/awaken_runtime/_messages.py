@@ -1,0 +1,171 @@
+"""Messages, tool calls, and conversion to and from the OpenAI chat format."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "ContentPart",
+    "Message",
+    "Role",
+    "ToolCall",
+    "from_openai",
+    "new_id",
+    "to_openai",
+]
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+def new_id(prefix: str = "") -> str:
+    """A fresh random id (hex uuid4), optionally prefixed."""
+    return prefix + uuid.uuid4().hex
+
+
+class ToolCall(BaseModel):
+    """A tool call the model asked for, with parsed JSON arguments.
+
+    ``parse_error`` is set when the model sent arguments that are not a JSON
+    object; the call then becomes a model-visible error result.
+    """
+
+    model_config = ConfigDict(frozen=True)
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    parse_error: str | None = None
+
+
+class ContentPart(BaseModel):
+    """One part of multi-part content, kept in OpenAI's shape (``type`` + payload)."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+    type: str
+    text: str | None = None
+
+
+class Message(BaseModel):
+    """One transcript entry. Messages are immutable once created."""
+
+    model_config = ConfigDict(frozen=True)
+    id: str = Field(default_factory=new_id)
+    role: Role
+    content: str | list[ContentPart] | None = None
+    tool_calls: list[ToolCall] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def system(cls, text: str, **kw: Any) -> Message:
+        """A system message."""
+        return cls(role="system", content=text, **kw)
+
+    @classmethod
+    def user(cls, text: str, **kw: Any) -> Message:
+        """A user message."""
+        return cls(role="user", content=text, **kw)
+
+    @classmethod
+    def assistant(
+        cls, text: str | None = None, tool_calls: Sequence[ToolCall] | None = None, **kw: Any
+    ) -> Message:
+        """An assistant message, optionally with tool calls."""
+        return cls(
+            role="assistant",
+            content=text,
+            tool_calls=list(tool_calls) if tool_calls else None,
+            **kw,
+        )
+
+    @classmethod
+    def tool(cls, call_id: str, content: str, *, name: str | None = None, **kw: Any) -> Message:
+        """A tool result answering the call ``call_id``."""
+        return cls(role="tool", content=content, tool_call_id=call_id, name=name, **kw)
+
+    @property
+    def text(self) -> str:
+        """The text content (text parts joined); empty when there is none."""
+        if self.content is None:
+            return ""
+        if isinstance(self.content, str):
+            return self.content
+        return "".join(part.text or "" for part in self.content if part.type == "text")
+
+
+def to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
+    """Convert messages to OpenAI chat-completions dicts (the format litellm speaks)."""
+    out: list[dict[str, Any]] = []
+    for msg in messages:
+        item: dict[str, Any] = {"role": msg.role}
+        if isinstance(msg.content, list):
+            item["content"] = [part.model_dump(exclude_none=True) for part in msg.content]
+        else:
+            item["content"] = msg.content
+        if msg.tool_calls:
+            item["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {
+                        "name": call.name,
+                        "arguments": json.dumps(call.arguments, ensure_ascii=False),
+                    },
+                }
+                for call in msg.tool_calls
+            ]
+        if msg.tool_call_id is not None:
+            item["tool_call_id"] = msg.tool_call_id
+        if msg.name is not None:
+            item["name"] = msg.name
+        out.append(item)
+    return out
+
+
+def _parse_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
+    if isinstance(raw, dict):
+        return raw, None
+    if raw is None or raw == "":
+        return {}, None
+    try:
+        parsed = json.loads(raw)
+    except (TypeError, ValueError) as exc:
+        return {}, f"arguments are not valid JSON ({exc}): {str(raw)[:200]!r}"
+    if not isinstance(parsed, dict):
+        return {}, f"arguments must be a JSON object, got {type(parsed).__name__}"
+    return parsed, None
+
+
+def from_openai(items: Iterable[dict[str, Any]]) -> list[Message]:
+    """Convert OpenAI chat-completions dicts to messages (inverse of :func:`to_openai`)."""
+    out: list[Message] = []
+    for item in items:
+        content = item.get("content")
+        if isinstance(content, list):
+            content = [ContentPart.model_validate(part) for part in content]
+        calls = None
+        if item.get("tool_calls"):
+            calls = []
+            for raw in item["tool_calls"]:
+                fn = raw.get("function", {})
+                args, error = _parse_arguments(fn.get("arguments"))
+                calls.append(
+                    ToolCall(
+                        id=raw["id"], name=fn.get("name", ""), arguments=args, parse_error=error
+                    )
+                )
+        out.append(
+            Message(
+                role=item["role"],
+                content=content,
+                tool_calls=calls,
+                tool_call_id=item.get("tool_call_id"),
+                name=item.get("name"),
+            )
+        )
+    return out

@@ -1,0 +1,211 @@
+"""The plugin contract: manifest, capability bound, contributions, hook signatures."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ._context import Band
+from ._messages import Message, ToolCall
+from ._state import Command, Scope, Store
+from ._state_key import StateKey
+from ._tools import Tool, ToolOutput
+
+if TYPE_CHECKING:
+    from ._gates import GateDecision, RunEndDecision
+    from ._models import InferenceRequest, InferenceResponse
+    from ._transcript import MessageView
+
+__all__ = [
+    "CapabilityBound",
+    "Contributions",
+    "HookReaction",
+    "PhaseContext",
+    "PhaseHook",
+    "PhaseHookPoint",
+    "Plugin",
+    "PluginManifest",
+    "RunEndGuard",
+    "RunInfo",
+    "StateKeyDecl",
+    "ToolGateHook",
+    "ToolObserver",
+]
+
+
+class PhaseHookPoint(enum.StrEnum):
+    """Points of the loop where phase hooks run."""
+
+    RUN_START = "run_start"
+    STEP_START = "step_start"
+    BEFORE_INFERENCE = "before_inference"
+    AFTER_INFERENCE = "after_inference"
+    AFTER_TOOL = "after_tool"
+    STEP_END = "step_end"
+    RUN_END = "run_end"
+
+
+class StateKeyDecl(BaseModel):
+    """A ``(scope, key)`` a plugin may write."""
+
+    model_config = ConfigDict(frozen=True)
+    key: str
+    scope: Scope = Scope.THREAD
+
+    def __str__(self) -> str:
+        return f"{self.scope.value}:{self.key}"
+
+
+def _decl(value: Any) -> Any:
+    if isinstance(value, StateKey):
+        return {"key": value.key, "scope": value.scope}
+    if isinstance(value, str):
+        scope, sep, key = value.partition(":")
+        if not sep:
+            return {"key": value}
+        return {"key": key, "scope": scope}
+    return value
+
+
+class CapabilityBound(BaseModel):
+    """The upper bound of what a plugin may contribute and write.
+
+    ``state_keys`` accepts ``StateKeyDecl``, ``StateKey`` objects or
+    ``"scope:key"`` strings. ``narrows_tools`` allows the plugin to hide tools
+    from requests (see ``ToolFilter``).
+    """
+
+    model_config = ConfigDict(frozen=True)
+    tool_ids: frozenset[str] = frozenset()
+    state_keys: frozenset[StateKeyDecl] = frozenset()
+    phase_hooks: frozenset[PhaseHookPoint] = frozenset()
+    tool_gates: bool = False
+    tool_observers: bool = False
+    run_end_guards: bool = False
+    dynamic_tools: bool = False
+    context_bands: frozenset[Band] = frozenset()
+    narrows_tools: bool = False
+
+    @field_validator("state_keys", mode="before")
+    @classmethod
+    def _coerce_keys(cls, value: Any) -> Any:
+        if isinstance(value, (str, StateKey)):
+            value = [value]
+        return [_decl(v) for v in value]
+
+    def allows_key(self, scope: Scope, key: str) -> bool:
+        """Whether the plugin may write ``(scope, key)``."""
+        return StateKeyDecl.model_construct(key=key, scope=scope) in self.state_keys
+
+
+class PluginManifest(BaseModel):
+    """What a plugin is: id, version, description, config model and bound."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+    id: str = Field(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$")
+    version: str = "0.0.0"
+    description: str = ""
+    config_model: type[BaseModel] | None = Field(default=None, exclude=True)
+    bound: CapabilityBound = Field(default_factory=CapabilityBound)
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """Identity of the run a hook observes."""
+
+    run_id: str
+    thread_id: str
+    agent_id: str
+    profile_id: str
+    namespace: str
+    step: int
+
+
+@dataclass(slots=True)
+class PhaseContext:
+    """Read-only input of a hook: one store snapshot plus what the phase is about."""
+
+    point: PhaseHookPoint | str
+    store: Store
+    run: RunInfo
+    messages: MessageView
+    plugin_id: str = ""
+    request: InferenceRequest | None = None
+    response: InferenceResponse | None = None
+    tool_call: ToolCall | None = None
+    tool_output: ToolOutput | None = None
+
+
+@dataclass(slots=True)
+class HookReaction:
+    """What a hook returns: staged commands, transcript messages, an optional stop.
+
+    ``messages`` reach the transcript only from ``AFTER_TOOL`` hooks. ``stop``
+    ends the run with ``Stopped(stop)`` after this phase commits.
+    """
+
+    commands: list[Command] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
+    stop: str | None = None
+
+
+PhaseHook: TypeAlias = Callable[[PhaseContext], Awaitable[HookReaction | None]]
+"""An async hook bound to one :class:`PhaseHookPoint`."""
+
+ToolGateHook: TypeAlias = Callable[
+    [PhaseContext, ToolCall], "GateDecision | Awaitable[GateDecision | None] | None"
+]
+"""A pure gate deciding on one tool call; ``None`` means no objection."""
+
+ToolObserver: TypeAlias = Callable[[PhaseContext], Awaitable[HookReaction | None]]
+"""Runs at BeforeToolExecute for every call that will execute."""
+
+RunEndGuard: TypeAlias = Callable[
+    [PhaseContext], "RunEndDecision | Awaitable[RunEndDecision | None] | None"
+]
+"""Consulted at a natural end: ``Complete`` or ``Steer(message)``."""
+
+DynamicToolSource: TypeAlias = Callable[[], Sequence[Tool]]
+"""Returns tools that are only known at run time; called once at run start."""
+
+
+@dataclass(slots=True)
+class Contributions:
+    """Everything a plugin adds to an agent that enables it."""
+
+    tools: Sequence[Tool] = ()
+    state_keys: Sequence[StateKeyDecl | StateKey[Any] | str] = ()
+    phase_hooks: Mapping[PhaseHookPoint, PhaseHook | Sequence[PhaseHook]] = field(
+        default_factory=dict
+    )
+    tool_gates: Sequence[ToolGateHook] = ()
+    tool_observers: Sequence[ToolObserver] = ()
+    run_end_guards: Sequence[RunEndGuard] = ()
+    dynamic_tools: Sequence[DynamicToolSource] = ()
+
+    def hooks_at(self, point: PhaseHookPoint) -> list[PhaseHook]:
+        """The hooks contributed for ``point`` as a list."""
+        found = self.phase_hooks.get(point)
+        if found is None:
+            return []
+        if callable(found):
+            return [found]
+        return list(found)
+
+
+@runtime_checkable
+class Plugin(Protocol):
+    """A runtime extension. ``resolve`` receives the validated config (or ``None``)."""
+
+    @property
+    def manifest(self) -> PluginManifest:
+        """Identity, config model and capability bound."""
+        ...
+
+    def resolve(self, config: Any) -> Contributions:
+        """Contributions for one agent, given that agent's config for this plugin."""
+        ...

@@ -1,0 +1,124 @@
+"""Assembling one inference request from the transcript window and context entries.
+
+Nothing here copies the transcript: the request's messages are a chain of
+read-only segments (system prompt, session band, window before the newest
+user turn, conversation band, the rest of the window, suffix band), so the
+cost of a request does not grow with the thread.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from typing import Any, overload
+
+from pydantic import ValidationError
+
+from ._context import BAND_ORDER, Band, ContextMessage
+from ._messages import Message
+from ._transcript import MessageView
+
+__all__ = ["ChainView", "RequestAssembler"]
+
+log = logging.getLogger("awaken_runtime")
+
+
+class ChainView(Sequence[Message]):
+    """A read-only concatenation of message sequences."""
+
+    __slots__ = ("_len", "_segments")
+
+    def __init__(self, segments: Sequence[Sequence[Message]]) -> None:
+        self._segments = [s for s in segments if len(s)]
+        self._len = sum(len(s) for s in self._segments)
+
+    def __len__(self) -> int:
+        return self._len
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Message]: ...
+    def __getitem__(self, index: int | slice) -> Message | Sequence[Message]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self._len))]
+        if index < 0:
+            index += self._len
+        if not 0 <= index < self._len:
+            raise IndexError("message index out of range")
+        for segment in self._segments:
+            n = len(segment)
+            if index < n:
+                return segment[index]
+            index -= n
+        raise IndexError("message index out of range")  # pragma: no cover
+
+    def __iter__(self) -> Iterator[Message]:
+        for segment in self._segments:
+            yield from segment
+
+
+class RequestAssembler:
+    """Builds request message sequences for one run, applying context cooldowns."""
+
+    __slots__ = ("_base_system", "_instructions", "_last_injected")
+
+    def __init__(self, instructions: str) -> None:
+        self._instructions = instructions
+        self._base_system = [Message.system(instructions)] if instructions else []
+        self._last_injected: dict[str, int] = {}
+
+    def entries(self, raw: dict[str, Any] | None, step: int) -> list[ContextMessage]:
+        """Context entries due at ``step``, sorted by (band, priority, key)."""
+        if not raw:
+            return []
+        due: list[ContextMessage] = []
+        for key, data in raw.items():
+            try:
+                entry = ContextMessage.model_validate(data)
+            except ValidationError as exc:
+                log.warning("dropping malformed context message %r: %s", key, exc)
+                continue
+            if entry.cooldown_steps:
+                last = self._last_injected.get(entry.key)
+                if last is not None and step - last <= entry.cooldown_steps:
+                    continue
+                self._last_injected[entry.key] = step
+            due.append(entry)
+        due.sort(key=lambda e: (BAND_ORDER[e.band], e.priority, e.key))
+        return due
+
+    def messages(
+        self, window: MessageView, last_user: int, entries: list[ContextMessage]
+    ) -> Sequence[Message]:
+        """The request's messages for ``window`` plus ``entries``.
+
+        ``last_user`` is the transcript index of the newest user message.
+        """
+        if not entries:
+            if not self._base_system:
+                return window
+            return ChainView([self._base_system, window])
+        bands: dict[Band, list[ContextMessage]] = {b: [] for b in Band}
+        for entry in entries:
+            bands[entry.band].append(entry)
+        system_parts = [self._instructions] if self._instructions else []
+        system_parts.extend(e.content for e in bands[Band.SYSTEM])
+        head = [Message.system("\n\n".join(system_parts))] if system_parts else []
+        head.extend(_as_message(e) for e in bands[Band.SESSION])
+        conversation = [_as_message(e) for e in bands[Band.CONVERSATION]]
+        suffix = [_as_message(e) for e in bands[Band.SUFFIX]]
+        split = last_user - window.start
+        if conversation and 0 <= split <= len(window):
+            before, after = window[:split], window[split:]
+        else:
+            before, after = window, []
+        return ChainView([head, before, conversation, after, suffix])
+
+
+def _as_message(entry: ContextMessage) -> Message:
+    return Message(
+        role=entry.role,
+        content=entry.content,
+        metadata={"context_key": entry.key, "band": entry.band.value},
+    )

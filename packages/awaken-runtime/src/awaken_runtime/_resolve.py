@@ -1,0 +1,248 @@
+"""Resolution: a pure function of (registries, agent id) to an executable agent.
+
+The serializable half is :class:`ExecutableAgentSnapshot` (config, tool
+descriptors, model spec, plugin manifests and validated config) with a
+:data:`CatalogFingerprint`. The live half, :class:`ResolvedAgent`, adds the
+objects the loop calls: tools, the executor, and every plugin contribution,
+already checked against each plugin's capability bound.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ._config import AgentConfig
+from ._errors import AgentConfigError, CapabilityBoundError, ResolutionError
+from ._models import LlmExecutor, ModelSpec
+from ._plugin import (
+    CapabilityBound,
+    Contributions,
+    PhaseHook,
+    PhaseHookPoint,
+    Plugin,
+    PluginManifest,
+    RunEndGuard,
+    StateKeyDecl,
+    ToolGateHook,
+    ToolObserver,
+    _decl,
+)
+from ._tools import Tool, ToolDescriptor
+
+__all__ = [
+    "CatalogFingerprint",
+    "ExecutableAgentSnapshot",
+    "Registries",
+    "ResolvedAgent",
+    "ResolvedPlugin",
+    "resolve_agent",
+]
+
+CatalogFingerprint: TypeAlias = str
+"""Hex sha256 of the canonical JSON of a snapshot's contents."""
+
+
+class ResolvedPlugin(BaseModel):
+    """A plugin as the snapshot records it: manifest and validated config."""
+
+    model_config = ConfigDict(frozen=True)
+    manifest: PluginManifest
+    config: dict[str, Any]
+
+
+class ExecutableAgentSnapshot(BaseModel):
+    """The resolved, serializable description of an agent at one point in time."""
+
+    model_config = ConfigDict(frozen=True)
+    config: AgentConfig
+    tools: list[ToolDescriptor]
+    model: ModelSpec
+    plugins: list[ResolvedPlugin]
+    fingerprint: CatalogFingerprint
+
+    @staticmethod
+    def compute_fingerprint(
+        config: AgentConfig,
+        tools: list[ToolDescriptor],
+        model: ModelSpec,
+        plugins: list[ResolvedPlugin],
+    ) -> CatalogFingerprint:
+        """The stable hash of everything the agent's behaviour depends on."""
+        body = {
+            "config": config.model_dump(mode="json"),
+            "tools": [t.model_dump(mode="json") for t in tools],
+            "model": model.model_dump(mode="json"),
+            "plugins": [p.model_dump(mode="json") for p in plugins],
+        }
+        canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+@dataclass(slots=True)
+class Registries:
+    """The five registries an agent is resolved against."""
+
+    agents: dict[str, AgentConfig] = field(default_factory=dict)
+    tools: dict[str, Tool] = field(default_factory=dict)
+    models: dict[str, ModelSpec] = field(default_factory=dict)
+    providers: dict[str, LlmExecutor] = field(default_factory=dict)
+    plugins: dict[str, Plugin] = field(default_factory=dict)
+    unavailable_plugins: dict[str, Exception] = field(default_factory=dict)
+    """Plugin ids that failed to load or clash, with the error to report."""
+
+
+@dataclass(slots=True)
+class ResolvedAgent:
+    """A snapshot plus the live objects the loop calls."""
+
+    snapshot: ExecutableAgentSnapshot
+    executor: LlmExecutor
+    tools: dict[str, Tool]
+    tool_owner: dict[str, str]
+    bounds: dict[str, CapabilityBound]
+    hooks: dict[PhaseHookPoint, list[tuple[str, PhaseHook]]]
+    gates: list[tuple[str, ToolGateHook]]
+    observers: list[tuple[str, ToolObserver]]
+    guards: list[tuple[str, RunEndGuard]]
+    dynamic_tools: list[tuple[str, Any]]
+
+    @property
+    def config(self) -> AgentConfig:
+        """The agent's configuration."""
+        return self.snapshot.config
+
+
+def _lookup(agent_id: str, kind: str, key: str, table: Mapping[str, Any]) -> Any:
+    try:
+        return table[key]
+    except KeyError:
+        raise ResolutionError(agent_id, kind, key, table.keys()) from None
+
+
+def _validate_plugin_config(agent_id: str, plugin: Plugin, raw: dict[str, Any]) -> Any:
+    manifest = plugin.manifest
+    model = manifest.config_model
+    if model is None:
+        if raw:
+            raise AgentConfigError(
+                f"agent {agent_id!r}: plugin {manifest.id!r} takes no configuration, but "
+                f"plugin_config.{manifest.id} sets {', '.join(sorted(raw))}; remove that table"
+            )
+        return None
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"field '{'.'.join(str(p) for p in err['loc']) or '(root)'}': {err['msg']}"
+            for err in exc.errors()
+        )
+        raise AgentConfigError(
+            f"agent {agent_id!r}: invalid config for plugin {manifest.id!r}: {problems}"
+        ) from None
+
+
+def check_contributions(plugin_id: str, bound: CapabilityBound, c: Contributions) -> None:
+    """Raise :class:`CapabilityBoundError` if ``c`` exceeds ``bound``."""
+    for t in c.tools:
+        tid = t.descriptor.id
+        if tid not in bound.tool_ids:
+            raise CapabilityBoundError(
+                plugin_id, f"tool_ids {{{tid!r}}}", f"contributes tool {tid!r}"
+            )
+    for raw in c.state_keys:
+        decl = StateKeyDecl.model_validate(_decl(raw))
+        if decl not in bound.state_keys:
+            raise CapabilityBoundError(
+                plugin_id, f"state key {decl}", f"contributes state key {decl}"
+            )
+    for point in c.phase_hooks:
+        point = PhaseHookPoint(point)
+        if c.hooks_at(point) and point not in bound.phase_hooks:
+            raise CapabilityBoundError(
+                plugin_id, f"phase_hooks {{{point.name}}}", f"contributes a {point.name} hook"
+            )
+    flags = (
+        ("tool_gates", c.tool_gates),
+        ("tool_observers", c.tool_observers),
+        ("run_end_guards", c.run_end_guards),
+        ("dynamic_tools", c.dynamic_tools),
+    )
+    for name, items in flags:
+        if items and not getattr(bound, name):
+            raise CapabilityBoundError(plugin_id, f"{name}=True", f"contributes {name}")
+
+
+def resolve_agent(registries: Registries, agent_id: str) -> ResolvedAgent:
+    """Resolve ``agent_id``; errors name the missing id and list what is available."""
+    config: AgentConfig = _lookup(agent_id, "agent", agent_id, registries.agents)
+    model: ModelSpec = _lookup(agent_id, "model", config.model_binding, registries.models)
+    executor = _lookup(agent_id, "provider", model.provider, registries.providers)
+    tools: dict[str, Tool] = {
+        tid: _lookup(agent_id, "tool", tid, registries.tools) for tid in config.tool_ids
+    }
+    for delegate in config.delegates:
+        _lookup(agent_id, "delegate agent", delegate, registries.agents)
+    stray = set(config.plugin_config) - set(config.plugin_ids)
+    if stray:
+        raise AgentConfigError(
+            f"agent {agent_id!r} has plugin_config for {', '.join(sorted(stray))} but does not "
+            f"enable it; add the id to plugin_ids or remove the table"
+        )
+    resolved = ResolvedAgent(
+        snapshot=None,  # type: ignore[arg-type]  # set below, once tools are known
+        executor=executor,
+        tools=tools,
+        tool_owner={},
+        bounds={},
+        hooks={},
+        gates=[],
+        observers=[],
+        guards=[],
+        dynamic_tools=[],
+    )
+    plugins: list[ResolvedPlugin] = []
+    for pid in config.plugin_ids:
+        if pid in registries.unavailable_plugins:
+            raise registries.unavailable_plugins[pid]
+        plugin: Plugin = _lookup(agent_id, "plugin", pid, registries.plugins)
+        validated = _validate_plugin_config(agent_id, plugin, config.plugin_config.get(pid, {}))
+        manifest = plugin.manifest
+        contributions = plugin.resolve(validated)
+        check_contributions(pid, manifest.bound, contributions)
+        for t in contributions.tools:
+            tid = t.descriptor.id
+            if tid in tools:
+                owner = resolved.tool_owner.get(tid, "the agent's tool_ids")
+                raise AgentConfigError(
+                    f"agent {agent_id!r}: plugin {pid!r} contributes tool {tid!r}, which "
+                    f"{owner!r} already provides; tool ids must be unique"
+                )
+            tools[tid] = t
+            resolved.tool_owner[tid] = pid
+        resolved.bounds[pid] = manifest.bound
+        for point in PhaseHookPoint:
+            for hook in contributions.hooks_at(point):
+                resolved.hooks.setdefault(point, []).append((pid, hook))
+        resolved.gates.extend((pid, g) for g in contributions.tool_gates)
+        resolved.observers.extend((pid, o) for o in contributions.tool_observers)
+        resolved.guards.extend((pid, g) for g in contributions.run_end_guards)
+        resolved.dynamic_tools.extend((pid, d) for d in contributions.dynamic_tools)
+        dumped = validated.model_dump(mode="json") if isinstance(validated, BaseModel) else {}
+        plugins.append(ResolvedPlugin(manifest=manifest, config=dumped))
+    descriptors = [t.descriptor for t in tools.values()]
+    resolved.snapshot = ExecutableAgentSnapshot(
+        config=config,
+        tools=descriptors,
+        model=model,
+        plugins=plugins,
+        fingerprint=ExecutableAgentSnapshot.compute_fingerprint(
+            config, descriptors, model, plugins
+        ),
+    )
+    return resolved

@@ -1,0 +1,109 @@
+"""The tool contract: ``Tool``, ``ToolDescriptor``, ``ToolOutput``, ``ToolCallContext``."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from ._cancel import CancellationToken
+from ._state import Command, Store
+
+__all__ = ["Tool", "ToolCallContext", "ToolDescriptor", "ToolOutput"]
+
+
+def _content_hash(tool_id: str, description: str, parameters: dict[str, Any]) -> str:
+    canonical = json.dumps(
+        [tool_id, description, parameters], sort_keys=True, separators=(",", ":")
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+
+class ToolDescriptor(BaseModel):
+    """Model-visible metadata of a tool. It carries no executable handle."""
+
+    model_config = ConfigDict(frozen=True)
+    id: str = Field(pattern=r"^[A-Za-z0-9_\-.]{1,128}$")
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    content_hash: str = ""
+
+    @model_validator(mode="after")
+    def _fill_hash(self) -> ToolDescriptor:
+        expected = _content_hash(self.id, self.description, self.parameters)
+        if not self.content_hash:
+            object.__setattr__(self, "content_hash", expected)
+        elif self.content_hash != expected:
+            raise ValueError(
+                f"content_hash of tool {self.id!r} does not match its id, description and "
+                f"parameters; omit content_hash to have it computed"
+            )
+        return self
+
+    def to_openai(self) -> dict[str, Any]:
+        """The OpenAI ``tools`` entry for this descriptor."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.id,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+
+class ToolOutput(BaseModel):
+    """The result of one tool call: content for the model plus staged state commands."""
+
+    model_config = ConfigDict(frozen=True)
+    call_id: str = ""
+    content: str = ""
+    is_error: bool = False
+    state: list[Command] = Field(default_factory=list)
+
+    @classmethod
+    def ok(cls, content: str, *, state: list[Command] | None = None) -> ToolOutput:
+        """A successful result."""
+        return cls.model_construct(call_id="", content=content, is_error=False, state=state or [])
+
+    @classmethod
+    def error(cls, message: str, *, state: list[Command] | None = None) -> ToolOutput:
+        """An error the model sees and can react to; the run continues."""
+        return cls.model_construct(call_id="", content=message, is_error=True, state=state or [])
+
+
+@dataclass(slots=True)
+class ToolCallContext:
+    """What a tool may see while it runs: read-only state and run identity."""
+
+    store: Store
+    run_id: str
+    thread_id: str
+    call_id: str
+    tool_id: str
+    cancel: CancellationToken
+    emit_progress: Callable[[str], None] = field(default=lambda _text: None)
+    profile_id: str = "default"
+
+
+@runtime_checkable
+class Tool(Protocol):
+    """A model-callable capability.
+
+    ``call`` receives the model's arguments (a dict) and returns a
+    :class:`ToolOutput`. Return ``ToolOutput.error(...)`` for a failure the
+    model should see; raise ``ToolError`` to end the run.
+    """
+
+    @property
+    def descriptor(self) -> ToolDescriptor:
+        """The model-visible descriptor."""
+        ...
+
+    async def call(self, args: dict[str, Any], ctx: ToolCallContext) -> ToolOutput:
+        """Run the tool."""
+        ...

@@ -1,0 +1,152 @@
+"""The append-only transcript, context policies, and copy-free message views."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Annotated, Literal, TypeAlias, overload
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+from ._messages import Message
+
+__all__ = ["ContextPolicy", "KeepAll", "KeepLast", "MessageView", "Transcript"]
+
+
+class KeepAll(BaseModel):
+    """Send the whole transcript to the model."""
+
+    model_config = ConfigDict(frozen=True)
+    kind: Literal["keep_all"] = "keep_all"
+
+
+class KeepLast(BaseModel):
+    """Send at most the last ``keep_last`` messages (more if a tool exchange straddles the cut)."""
+
+    model_config = ConfigDict(frozen=True)
+    kind: Literal["keep_last"] = "keep_last"
+    keep_last: int = Field(ge=1)
+
+
+def _coerce_policy(value: object) -> object:
+    # Config files may write `context_policy = "keep_all"` or `{keep_last = 20}`.
+    if value == "keep_all":
+        return {"kind": "keep_all"}
+    if isinstance(value, dict) and "kind" not in value and "keep_last" in value:
+        return {"kind": "keep_last", **value}
+    return value
+
+
+ContextPolicy: TypeAlias = Annotated[
+    KeepAll | KeepLast, Field(discriminator="kind"), BeforeValidator(_coerce_policy)
+]
+"""How the model-visible window of the transcript is bounded."""
+
+
+class MessageView(Sequence[Message]):
+    """A read-only window ``[start, stop)`` over a transcript, without copying."""
+
+    __slots__ = ("_items", "_start", "_stop")
+
+    def __init__(self, items: list[Message], start: int, stop: int) -> None:
+        self._items = items
+        self._start = start
+        self._stop = stop
+
+    def __len__(self) -> int:
+        return self._stop - self._start
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Message]: ...
+    def __getitem__(self, index: int | slice) -> Message | Sequence[Message]:
+        if isinstance(index, slice):
+            lo, hi, step = index.indices(len(self))
+            if step != 1:
+                return [self[i] for i in range(lo, hi, step)]
+            return MessageView(self._items, self._start + lo, self._start + max(lo, hi))
+        n = self._stop - self._start
+        if index < 0:
+            index += n
+        if not 0 <= index < n:
+            raise IndexError("message index out of range")
+        return self._items[self._start + index]
+
+    def __iter__(self) -> Iterator[Message]:
+        items = self._items
+        for i in range(self._start, self._stop):
+            yield items[i]
+
+    @property
+    def start(self) -> int:
+        """Index of the first message of the view in the transcript."""
+        return self._start
+
+
+class Transcript:
+    """The append-only message history of a thread, as seen by one run.
+
+    ``committed`` counts the messages the thread store already holds; the loop
+    hands the rest to the store at each checkpoint.
+    """
+
+    __slots__ = ("_items", "_last_user", "committed")
+
+    def __init__(self, messages: Sequence[Message] = ()) -> None:
+        self._items: list[Message] = list(messages)
+        self.committed = len(self._items)
+        self._last_user = -1
+        for i in range(len(self._items) - 1, -1, -1):
+            if self._items[i].role == "user":
+                self._last_user = i
+                break
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def append(self, message: Message) -> None:
+        """Add a message at the end. Nothing is ever removed or rewritten."""
+        if message.role == "user":
+            self._last_user = len(self._items)
+        self._items.append(message)
+
+    @property
+    def last_user_index(self) -> int:
+        """Index of the newest user message, or -1."""
+        return self._last_user
+
+    def view(self, start: int = 0, stop: int | None = None) -> MessageView:
+        """A copy-free view of ``[start, stop)``."""
+        return MessageView(self._items, start, len(self._items) if stop is None else stop)
+
+    def uncommitted(self) -> list[Message]:
+        """Messages appended since the last checkpoint."""
+        return self._items[self.committed :]
+
+    def rollback(self) -> None:
+        """Drop messages appended since the last checkpoint (a step that did not finish)."""
+        del self._items[self.committed :]
+        self._last_user = -1
+        for i in range(len(self._items) - 1, -1, -1):
+            if self._items[i].role == "user":
+                self._last_user = i
+                break
+
+    def mark_committed(self) -> None:
+        """Record that every current message is now held by the store."""
+        self.committed = len(self._items)
+
+    def window_start(self, policy: KeepAll | KeepLast) -> int:
+        """First index the policy keeps, moved back so no tool result loses its call."""
+        if isinstance(policy, KeepAll):
+            return 0
+        items = self._items
+        start = max(0, len(items) - policy.keep_last)
+        # A tool result needs the assistant message that issued the call.
+        while start > 0 and items[start].role == "tool":
+            start -= 1
+        return start
+
+    def window(self, policy: KeepAll | KeepLast) -> MessageView:
+        """The model-visible window under ``policy``."""
+        return self.view(self.window_start(policy))
