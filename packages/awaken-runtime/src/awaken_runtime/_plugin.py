@@ -7,12 +7,12 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from ._context import Band
 from ._messages import Message, ToolCall
 from ._state import Command, Scope, Store
-from ._state_key import StateKey
+from ._state_key import StateKey, StateKeyDecl
 from ._tools import Tool, ToolOutput
 
 if TYPE_CHECKING:
@@ -47,17 +47,6 @@ class PhaseHookPoint(enum.StrEnum):
     AFTER_TOOL = "after_tool"
     STEP_END = "step_end"
     RUN_END = "run_end"
-
-
-class StateKeyDecl(BaseModel):
-    """A ``(scope, key)`` a plugin may write."""
-
-    model_config = ConfigDict(frozen=True)
-    key: str
-    scope: Scope = Scope.THREAD
-
-    def __str__(self) -> str:
-        return f"{self.scope.value}:{self.key}"
 
 
 def _decl(value: Any) -> Any:
@@ -97,9 +86,15 @@ class CapabilityBound(BaseModel):
             value = [value]
         return [_decl(v) for v in value]
 
+    _slots: frozenset[tuple[Scope, str]] = PrivateAttr(default=frozenset())
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Index the declared keys for O(1) checks at every commit."""
+        self._slots = frozenset((d.scope, d.key) for d in self.state_keys)
+
     def allows_key(self, scope: Scope, key: str) -> bool:
         """Whether the plugin may write ``(scope, key)``."""
-        return StateKeyDecl.model_construct(key=key, scope=scope) in self.state_keys
+        return (scope, key) in self._slots
 
 
 class PluginManifest(BaseModel):

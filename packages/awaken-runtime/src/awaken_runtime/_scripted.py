@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -11,7 +11,7 @@ from ._errors import AwakenError
 from ._messages import ToolCall, new_id
 from ._models import InferenceRequest, InferenceResponse, StreamDelta, TokenUsage
 
-__all__ = ["ScriptExhausted", "ScriptedExecutor", "ScriptedTurn"]
+__all__ = ["ScriptExhausted", "ScriptedExecutor", "ScriptedTurn", "TurnSource"]
 
 
 class ScriptExhausted(AwakenError):
@@ -38,7 +38,8 @@ class ScriptedTurn(BaseModel):
         )
 
 
-TurnSource = ScriptedTurn | str | Callable[[InferenceRequest], "ScriptedTurn | str"]
+TurnSource: TypeAlias = ScriptedTurn | str | Callable[[InferenceRequest], "ScriptedTurn | str"]
+"""One scripted turn: a turn, a plain text answer, or a function of the request."""
 
 
 def _split_chunks(text: str, size: int) -> Iterable[str]:

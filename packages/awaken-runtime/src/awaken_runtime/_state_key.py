@@ -5,17 +5,28 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from ._errors import StateValueError
 from ._state import Command, Key, MergePolicy, Scope, Store
 
-__all__ = ["FoldStateKey", "StateKey"]
+__all__ = ["FoldStateKey", "StateKey", "StateKeyDecl"]
 
 T = TypeVar("T")
 U = TypeVar("U")
 
 _MISSING: Any = object()
+
+
+class StateKeyDecl(BaseModel):
+    """A ``(scope, key)`` a plugin may write (see ``CapabilityBound.state_keys``)."""
+
+    model_config = ConfigDict(frozen=True)
+    key: Key
+    scope: Scope = Scope.THREAD
+
+    def __str__(self) -> str:
+        return f"{self.scope.value}:{self.key}"
 
 
 class StateKey(Generic[T]):
@@ -64,6 +75,11 @@ class StateKey(Generic[T]):
 
     def _type_name(self) -> str:
         return getattr(self.value_type, "__name__", repr(self.value_type))
+
+    @property
+    def decl(self) -> StateKeyDecl:
+        """This key's ``(scope, key)`` declaration, for a ``CapabilityBound``."""
+        return StateKeyDecl(key=self.key, scope=self.scope)
 
     def get(self, store: Store) -> T:
         """The typed value, or the default when the key is absent.

@@ -1,0 +1,218 @@
+"""The ``awaken`` command: ``demo``, ``plugins`` and ``run``.
+
+Subcommands import what they need when they run, so ``awaken --help`` stays
+fast and never imports a model provider library.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._discovery import Discovery
+    from ._runtime import Runtime
+
+__all__ = ["main"]
+
+
+def _write(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+async def _stream(runtime: Runtime, agent_id: str, prompt: str) -> int:
+    from ._demo import render_event
+    from ._events import RunFinish
+    from ._failures import Error
+
+    _write(f"user> {prompt}\n")
+    code = 0
+    color = sys.stdout.isatty()
+    async for event in runtime.stream(agent_id, prompt):
+        render_event(event, _write, color=color)
+        if isinstance(event, RunFinish) and isinstance(event.end_cause, Error):
+            _write(f"error: {event.end_cause.failure.message}\n")
+            code = 1
+    return code
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from ._demo import DEMO_PROMPT, build_demo_runtime
+
+    _write("awaken demo: a weather agent on a scripted model (offline, no API key)\n\n")
+    return asyncio.run(_stream(build_demo_runtime(), "weather", args.prompt or DEMO_PROMPT))
+
+
+def _bound_summary(bound: Any) -> str:
+    parts = []
+    if bound.tool_ids:
+        parts.append("tools=" + ",".join(sorted(bound.tool_ids)))
+    if bound.state_keys:
+        parts.append("state=" + ",".join(sorted(str(k) for k in bound.state_keys)))
+    if bound.phase_hooks:
+        parts.append("hooks=" + ",".join(sorted(p.value for p in bound.phase_hooks)))
+    if bound.context_bands:
+        parts.append("bands=" + ",".join(sorted(b.value for b in bound.context_bands)))
+    flags = [
+        name
+        for name in (
+            "tool_gates",
+            "tool_observers",
+            "run_end_guards",
+            "dynamic_tools",
+            "narrows_tools",
+        )
+        if getattr(bound, name)
+    ]
+    if flags:
+        parts.append("+" + ",".join(flags))
+    return " ".join(parts) or "(nothing)"
+
+
+def _plugins_json(found: Discovery) -> dict[str, Any]:
+    return {
+        "disabled": found.disabled,
+        "plugins": [
+            {
+                "id": pid,
+                "version": item.value.manifest.version,
+                "distribution": item.distribution,
+                "distribution_version": item.dist_version,
+                "entry_point": item.source,
+                "description": item.value.manifest.description,
+                "bound": item.value.manifest.bound.model_dump(mode="json"),
+            }
+            for pid, item in sorted(found.plugins.items())
+        ],
+        "tools": [
+            {"id": tid, "distribution": item.distribution}
+            for tid, item in sorted(found.tools.items())
+        ],
+        "providers": [
+            {"id": pid, "distribution": item.distribution}
+            for pid, item in sorted(found.providers.items())
+        ],
+        "errors": [str(f) for f in found.failures] + [str(d) for d in found.duplicates.values()],
+    }
+
+
+def _cmd_plugins(args: argparse.Namespace) -> int:
+    from ._discovery import DISABLE_ENV, discover
+
+    found = discover()
+    if args.json:
+        _write(json.dumps(_plugins_json(found), indent=2) + "\n")
+        return 1 if found.failures or found.duplicates else 0
+    if found.disabled:
+        _write(f"plugin discovery is off ({DISABLE_ENV} is set)\n")
+        return 0
+    if not (found.plugins or found.tools or found.providers or found.failures):
+        _write("no plugins installed (entry-point group 'awaken')\n")
+    for pid, item in sorted(found.plugins.items()):
+        manifest = item.value.manifest
+        dist = f"{item.distribution} {item.dist_version}" if item.distribution else item.source
+        _write(f"{pid} {manifest.version}  [{dist}]\n")
+        if manifest.description:
+            _write(f"    {manifest.description}\n")
+        _write(f"    bound: {_bound_summary(manifest.bound)}\n")
+    for kind in ("tools", "providers"):
+        table = getattr(found, kind)
+        if table:
+            _write(
+                f"{kind}: " + ", ".join(f"{i} [{v.distribution}]" for i, v in sorted(table.items()))
+            )
+            _write("\n")
+    problems = [str(f) for f in found.failures] + [str(d) for d in found.duplicates.values()]
+    if problems:
+        _write("\nload errors:\n")
+        for problem in problems:
+            _write(f"  ! {problem}\n")
+        return 1
+    return 0
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from ._config import AgentConfig
+    from ._errors import AwakenError
+    from ._models import ModelSpec
+    from ._runtime import AgentRuntimeBuilder
+    from ._scripted import ScriptedExecutor
+
+    try:
+        builder = AgentRuntimeBuilder()
+        config = AgentConfig.from_file(args.agent)
+        builder.with_agent_spec(config)
+        for spec in _models_in_file(args.agent):
+            builder.with_model(ModelSpec.model_validate(spec))
+        # A built-in offline provider so an agent file can be tried without any key.
+        builder.with_provider("echo", ScriptedExecutor([_echo], repeat=True, chunk_size=8))
+        runtime = builder.build()
+        runtime.resolve(config.id)
+    except AwakenError as exc:
+        sys.stderr.write(f"awaken run: {exc}\n")
+        return 2
+    return asyncio.run(_stream(runtime, config.id, args.prompt))
+
+
+def _echo(request: Any) -> str:
+    last = next((m.text for m in reversed(request.messages) if m.role == "user"), "")
+    return f"(echo) {last}"
+
+
+def _models_in_file(path: str) -> list[dict[str, Any]]:
+    import tomllib
+    from pathlib import Path
+
+    p = Path(path)
+    if p.suffix.lower() == ".toml":
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    elif p.suffix.lower() == ".json":
+        data = json.loads(p.read_text(encoding="utf-8"))
+    else:
+        import yaml
+
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    models = data.get("models", []) if isinstance(data, dict) else []
+    return list(models)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``awaken`` command."""
+    parser = argparse.ArgumentParser(
+        prog="awaken", description="Awaken: an embeddable agent runtime."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="run the offline demo agent (scripted model)")
+    demo.add_argument("prompt", nargs="?", help="the user prompt (default: a weather question)")
+    demo.set_defaults(func=_cmd_demo)
+    plugins = sub.add_parser("plugins", help="list discovered plugins and load errors")
+    plugins.add_argument("--json", action="store_true", help="machine-readable output")
+    plugins.set_defaults(func=_cmd_plugins)
+    run = sub.add_parser("run", help="run an agent from a TOML/JSON/YAML file")
+    run.add_argument("--agent", required=True, help="agent file (may also hold [[models]])")
+    run.add_argument("prompt", help="the user prompt")
+    run.set_defaults(func=_cmd_run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``awaken`` console script."""
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = args.func(args)
+    except BrokenPipeError:
+        # The reader went away (`awaken demo | head`): stop quietly, like other CLIs.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
