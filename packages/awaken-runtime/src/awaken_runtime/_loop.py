@@ -65,6 +65,16 @@ RUNTIME = "runtime"
 """Producer name of commands the loop itself stages."""
 
 Emit = Callable[[AgentEvent], None]
+_NO_MESSAGES: list[Message] = []
+# Module constants: enum attribute access is slow on the per-step path.
+_RUN_START = PhaseHookPoint.RUN_START
+_STEP_START = PhaseHookPoint.STEP_START
+_BEFORE_INFERENCE = PhaseHookPoint.BEFORE_INFERENCE
+_AFTER_INFERENCE = PhaseHookPoint.AFTER_INFERENCE
+_AFTER_TOOL = PhaseHookPoint.AFTER_TOOL
+_STEP_END = PhaseHookPoint.STEP_END
+_RUN_END = PhaseHookPoint.RUN_END
+_RUN = Scope.RUN
 Outcome = Literal["success", "error", "blocked", "short_circuit", "suspended"]
 
 
@@ -143,7 +153,7 @@ class AgentLoop:
 
     def _check_bound(self, plugin_id: str, command: Command) -> None:
         bound = self.agent.bounds[plugin_id]
-        if command.key == CONTEXT_MESSAGES and command.scope is Scope.RUN:
+        if command.key == CONTEXT_MESSAGES and command.scope is _RUN:
             value = getattr(command.action, "value", None) or {}
             bands = {str(entry.get("band")) for entry in value.values() if isinstance(entry, dict)}
             allowed = {b.value for b in bound.context_bands}
@@ -153,7 +163,7 @@ class AgentLoop:
                     plugin_id, f"context_bands {{{extra}}}", f"injects context into {extra}"
                 )
             return
-        if command.key == TOOL_FILTER and command.scope is Scope.RUN:
+        if command.key == TOOL_FILTER and command.scope is _RUN:
             value = getattr(command.action, "value", None) or {}
             if not bound.narrows_tools or set(value) - {plugin_id}:
                 raise CapabilityBoundError(
@@ -290,6 +300,10 @@ class AgentLoop:
     ) -> list[Message]:
         """Run the hooks of ``point`` on one snapshot and commit once."""
         hooks = self._hooks.get(point)
+        if not hooks:
+            if batch:
+                self._commit(point, batch)
+            return _NO_MESSAGES
         batch = batch if batch is not None else []
         messages: list[Message] = []
         if hooks:
@@ -297,10 +311,8 @@ class AgentLoop:
                 point.name,
                 [(pid, _bind(hook, self._ctx(point, pid, **extra))) for pid, hook in hooks],
             )
-            messages = self._collect(
-                point, reactions, batch, allow_messages=point is PhaseHookPoint.AFTER_TOOL
-            )
-        self._commit(point.value, batch)
+            messages = self._collect(point, reactions, batch, allow_messages=point is _AFTER_TOOL)
+        self._commit(point, batch)
         return messages
 
     def _boundary(self) -> None:
@@ -325,8 +337,8 @@ class AgentLoop:
 
     def _request(self) -> InferenceRequest:
         store = self.engine.store
-        raw_context = store.get_value(CONTEXT_MESSAGES, Scope.RUN)
-        filters = store.get_value(TOOL_FILTER, Scope.RUN)
+        raw_context = store.get_value(CONTEXT_MESSAGES, _RUN)
+        filters = store.get_value(TOOL_FILTER, _RUN)
         entries = self.assembler.entries(raw_context, self.step)
         window = self.transcript.window(self.config.context_policy)
         messages = self.assembler.messages(window, self.transcript.last_user_index, entries)
@@ -355,7 +367,7 @@ class AgentLoop:
                 if isinstance(item, StreamDelta):
                     if emit is not None:
                         emit(
-                            TextDelta.model_construct(
+                            TextDelta(
                                 seq=self._next_seq(),
                                 run_id=self.run_id,
                                 type="text_delta",
@@ -392,7 +404,7 @@ class AgentLoop:
     def _emit_done(self, call: ToolCall, output: ToolOutput, outcome: Outcome) -> None:
         if self.emit is not None:
             self.emit(
-                ToolCallDone.model_construct(
+                ToolCallDone(
                     seq=self._next_seq(),
                     run_id=self.run_id,
                     type="tool_call_done",
@@ -455,7 +467,7 @@ class AgentLoop:
         """Gate, execute and record one call; return a parked-call record if it waits."""
         if self.emit is not None:
             self.emit(
-                ToolCallReady.model_construct(
+                ToolCallReady(
                     seq=self._next_seq(),
                     run_id=self.run_id,
                     type="tool_call_ready",
@@ -492,7 +504,7 @@ class AgentLoop:
             self._stage(batch, call.id, self.tool_owner.get(call.name), output.state)
         self._boundary_cancel_only()
         self.transcript.append(
-            Message.model_construct(
+            Message(
                 id=new_id(),
                 role="tool",
                 content=output.content,
@@ -502,9 +514,7 @@ class AgentLoop:
                 metadata={"is_error": True} if output.is_error else {},
             )
         )
-        extra = await self._phase(
-            PhaseHookPoint.AFTER_TOOL, batch, tool_call=call, tool_output=output
-        )
+        extra = await self._phase(_AFTER_TOOL, batch, tool_call=call, tool_output=output)
         for message in extra:
             self.transcript.append(message)
         self._emit_done(call, output, outcome)
@@ -538,14 +548,14 @@ class AgentLoop:
         self.step_delta = []
         if self.emit is not None:
             self.emit(
-                StepStart.model_construct(
+                StepStart(
                     seq=self._next_seq(), run_id=self.run_id, type="step_start", step=self.step
                 )
             )
-        await self._phase(PhaseHookPoint.STEP_START)
+        await self._phase(_STEP_START)
         self._boundary()
-        if PhaseHookPoint.BEFORE_INFERENCE in self._hooks:
-            await self._phase(PhaseHookPoint.BEFORE_INFERENCE, request=self._base_request())
+        if _BEFORE_INFERENCE in self._hooks:
+            await self._phase(_BEFORE_INFERENCE, request=self._base_request())
             self._boundary()
         request = self._request()
         response = await self._infer(request)
@@ -555,7 +565,7 @@ class AgentLoop:
         if step_cost is not None:
             self.cost = (self.cost or 0.0) + step_cost
         self.transcript.append(
-            Message.model_construct(
+            Message(
                 id=new_id(),
                 role="assistant",
                 content=response.text or None,
@@ -568,9 +578,9 @@ class AgentLoop:
         clear: list[StagedCommand] = []
         store = self.engine.store
         for key in (CONTEXT_MESSAGES, TOOL_FILTER):
-            if (Scope.RUN, key) in store:
-                clear.append(StagedCommand(RUNTIME, Command.remove(key, scope=Scope.RUN)))
-        await self._phase(PhaseHookPoint.AFTER_INFERENCE, clear, response=response)
+            if (_RUN, key) in store:
+                clear.append(StagedCommand(RUNTIME, Command.remove(key, scope=_RUN)))
+        await self._phase(_AFTER_INFERENCE, clear, response=response)
         self._boundary()
         outcome: EndCause | dict[str, Any] | None = None
         if response.tool_calls:
@@ -592,11 +602,11 @@ class AgentLoop:
                 self.transcript.append(
                     Message.user(message) if isinstance(message, str) else message
                 )
-        await self._phase(PhaseHookPoint.STEP_END)
+        await self._phase(_STEP_END)
         await self._checkpoint()
         if self.emit is not None:
             self.emit(
-                StepEnd.model_construct(
+                StepEnd(
                     seq=self._next_seq(),
                     run_id=self.run_id,
                     type="step_end",
@@ -618,7 +628,7 @@ class AgentLoop:
         self.transcript = Transcript(snapshot.messages)
         if self.emit is not None:
             self.emit(
-                RunStart.model_construct(
+                RunStart(
                     seq=self._next_seq(),
                     run_id=self.run_id,
                     type="run_start",
@@ -632,7 +642,7 @@ class AgentLoop:
         cause: EndCause | None = None
         ticket: dict[str, Any] | None = None
         try:
-            await self._phase(PhaseHookPoint.RUN_START)
+            await self._phase(_RUN_START)
             await self._checkpoint()
             self._boundary()
             while True:
@@ -664,7 +674,7 @@ class AgentLoop:
             self.transcript.rollback()
             self.pending = []
             try:
-                await self._phase(PhaseHookPoint.RUN_END)
+                await self._phase(_RUN_END)
             except _End as end:
                 if not isinstance(cause, Error):
                     cause = end.cause
@@ -686,7 +696,7 @@ class AgentLoop:
             cost=self.cost,
         )
         await self._checkpoint(record)
-        state = RunState.model_construct(
+        state = RunState(
             run_id=self.run_id,
             thread_id=self.binding.thread_id,
             agent_id=self.config.id,
@@ -703,7 +713,7 @@ class AgentLoop:
         )
         if self.emit is not None:
             self.emit(
-                RunFinish.model_construct(
+                RunFinish(
                     seq=self._next_seq(),
                     run_id=self.run_id,
                     type="run_finish",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import uuid
+import os
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
@@ -23,8 +23,9 @@ Role = Literal["system", "user", "assistant", "tool"]
 
 
 def new_id(prefix: str = "") -> str:
-    """A fresh random id (hex uuid4), optionally prefixed."""
-    return prefix + uuid.uuid4().hex
+    """A fresh random 128-bit id in hex, optionally prefixed."""
+    # os.urandom directly: uuid.uuid4() costs several times more per call.
+    return prefix + os.urandom(16).hex()
 
 
 class ToolCall(BaseModel):

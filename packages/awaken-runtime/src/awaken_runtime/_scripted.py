@@ -109,13 +109,13 @@ class ScriptedExecutor:
                 yield StreamDelta(text=chunk)
         usage = turn.usage
         if usage is None:
-            usage = TokenUsage.model_construct(
+            usage = TokenUsage(
                 prompt_tokens=10,
                 completion_tokens=max(1, len(turn.text) // 4),
                 cached_tokens=0,
                 reasoning_tokens=0,
             )
-        yield InferenceResponse.model_construct(
+        yield InferenceResponse(
             text=turn.text,
             reasoning=turn.reasoning,
             tool_calls=list(turn.tool_calls),

@@ -102,14 +102,14 @@ class Command(BaseModel):
         merge: MergePolicy = MergePolicy.DISJOINT,
     ) -> Command:
         """A command that writes ``value`` to ``(scope, key)``."""
-        return cls.model_construct(key=key, scope=scope, merge=merge, action=Set(value=value))
+        return cls(key=key, scope=scope, merge=merge, action=Set(value=value))
 
     @classmethod
     def remove(
         cls, key: Key, *, scope: Scope = Scope.THREAD, merge: MergePolicy = MergePolicy.DISJOINT
     ) -> Command:
         """A command that deletes ``(scope, key)``."""
-        return cls.model_construct(key=key, scope=scope, merge=merge, action=_REMOVE)
+        return cls(key=key, scope=scope, merge=merge, action=_REMOVE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,7 +232,7 @@ class StateEngine:
             check_conflicts(staged)
         for entry in staged:
             apply_command(self.data, entry.command)
-        committed = CommittedBatch.model_construct(
+        committed = CommittedBatch(
             revision=len(self.log) + 1,
             phase=phase,
             entries=[(entry.producer, entry.command) for entry in staged],

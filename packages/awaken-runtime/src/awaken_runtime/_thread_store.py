@@ -101,9 +101,7 @@ def persistent_batch(batch: CommittedBatch) -> CommittedBatch | None:
         return None
     if len(entries) == len(batch.entries):
         return batch
-    return CommittedBatch.model_construct(
-        revision=batch.revision, phase=batch.phase, entries=entries
-    )
+    return CommittedBatch(revision=batch.revision, phase=batch.phase, entries=entries)
 
 
 @dataclass(slots=True)

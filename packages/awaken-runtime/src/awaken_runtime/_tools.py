@@ -68,12 +68,12 @@ class ToolOutput(BaseModel):
     @classmethod
     def ok(cls, content: str, *, state: list[Command] | None = None) -> ToolOutput:
         """A successful result."""
-        return cls.model_construct(call_id="", content=content, is_error=False, state=state or [])
+        return cls(call_id="", content=content, is_error=False, state=state or [])
 
     @classmethod
     def error(cls, message: str, *, state: list[Command] | None = None) -> ToolOutput:
         """An error the model sees and can react to; the run continues."""
-        return cls.model_construct(call_id="", content=message, is_error=True, state=state or [])
+        return cls(call_id="", content=message, is_error=True, state=state or [])
 
 
 @dataclass(slots=True)
