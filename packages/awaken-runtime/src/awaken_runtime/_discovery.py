@@ -30,7 +30,8 @@ __all__ = ["DISABLE_ENV", "Discovered", "Discovery", "discover"]
 DISABLE_ENV = "AWAKEN_DISABLE_PLUGINS"
 """Comma list of entry-point or distribution names to skip; ``*`` or ``all`` skips all."""
 
-_HOOKS = ("register_plugins", "register_tools", "register_providers")
+_HOOKS = ("register_plugins", "register_tools", "register_providers", "register_skills")
+_KEYED = {"register_plugins", "register_tools", "register_providers"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +53,8 @@ class Discovery:
     providers: dict[str, Discovered] = field(default_factory=dict)
     failures: list[PluginLoadError] = field(default_factory=list)
     duplicates: dict[tuple[str, str], DuplicateIdError] = field(default_factory=dict)
+    extras: dict[str, list[Discovered]] = field(default_factory=dict)
+    """Values registered through hooks the runtime does not interpret (e.g. skills)."""
     disabled: bool = False
 
     def failure_for(self, item_id: str) -> PluginLoadError | None:
@@ -109,6 +112,11 @@ def _scan(entry_points: list[metadata.EntryPoint]) -> Discovery:
             found.failures.append(PluginLoadError(ep.name, dist_name, exc))
             continue
         for kind, item_id, value in staged:
+            if kind not in ("plugins", "tools", "providers"):
+                found.extras.setdefault(kind, []).append(
+                    Discovered(value, ep.name, dist_name, dist_version)
+                )
+                continue
             registry = getattr(found, kind)
             key = (kind, item_id)
             if key in found.duplicates:
@@ -125,6 +133,12 @@ def _scan(entry_points: list[metadata.EntryPoint]) -> Discovery:
 
 
 def _recorder(hook_name: str, staged: list[tuple[str, str, Any]]) -> Callable[..., None]:
+    if hook_name not in _KEYED:
+
+        def register_extra(value: Any) -> None:
+            staged.append((hook_name, "", value))
+
+        return register_extra
     if hook_name == "register_plugins":
 
         def register_plugin(plugin: Any) -> None:

@@ -23,7 +23,14 @@ from typing import Any
 
 import pluggy
 
-__all__ = ["hookimpl", "hookspec", "register_plugins", "register_providers", "register_tools"]
+__all__ = [
+    "hookimpl",
+    "hookspec",
+    "register_plugins",
+    "register_providers",
+    "register_skills",
+    "register_tools",
+]
 
 hookspec = pluggy.HookspecMarker("awaken")
 """Marker for awaken hook specifications."""
@@ -44,3 +51,12 @@ def register_tools(register: Callable[[Any], None]) -> None:
 @hookspec
 def register_providers(register: Callable[[str, Any], None]) -> None:
     """Register model providers: call ``register(provider_id, executor)``."""
+
+
+@hookspec
+def register_skills(register: Callable[[Any], None]) -> None:
+    """Register skill packs: call ``register(path)`` with a folder of skill folders.
+
+    The runtime only records what was registered (``Discovery.extras``); the
+    skills extension reads and validates it.
+    """
