@@ -5,6 +5,7 @@ tools, models, providers and plugins, then ``await runtime.run(agent_id, text)``
 Everything public is importable from this module.
 """
 
+from ._builder import AgentRuntimeBuilder
 from ._cancel import CancellationToken
 from ._config import AgentConfig
 from ._context import CONTEXT_MESSAGES, TOOL_FILTER, Band, ContextMessage, ToolFilter, inject
@@ -89,7 +90,7 @@ from ._plugin import (
 )
 from ._resolve import CatalogFingerprint, ExecutableAgentSnapshot, ResolvedPlugin
 from ._run_state import RunState
-from ._runtime import AgentRuntimeBuilder, RunInput, Runtime
+from ._runtime import OnAwait, RunInput, Runtime
 from ._scripted import ScriptedExecutor, ScriptedTurn, ScriptExhausted
 from ._state import (
     Command,
@@ -104,6 +105,18 @@ from ._state import (
     replay,
 )
 from ._state_key import FoldStateKey, StateKey
+from ._suspension import (
+    Approve,
+    Decision,
+    Deny,
+    ParkedRun,
+    Replay,
+    Respond,
+    ResumeRejected,
+    ResumeTicket,
+    SuspendCall,
+    ThreadBusy,
+)
 from ._thread_store import InMemoryStore, RunRecord, ScopeBinding, ThreadSnapshot, ThreadStore
 from ._tools import Tool, ToolCallContext, ToolDescriptor, ToolOutput
 from ._transcript import ContextPolicy, KeepAll, KeepLast, MessageView, Transcript
@@ -117,6 +130,7 @@ __all__ = [
     "AgentConfigError",
     "AgentEvent",
     "AgentRuntimeBuilder",
+    "Approve",
     "AwaitReason",
     "AwakenError",
     "Band",
@@ -135,6 +149,8 @@ __all__ = [
     "ContextMessage",
     "ContextPolicy",
     "Contributions",
+    "Decision",
+    "Deny",
     "Discovered",
     "Discovery",
     "DuplicateIdError",
@@ -161,6 +177,8 @@ __all__ = [
     "MessageView",
     "ModelSpec",
     "NaturalEnd",
+    "OnAwait",
+    "ParkedRun",
     "Phase",
     "PhaseContext",
     "PhaseHook",
@@ -172,8 +190,12 @@ __all__ = [
     "Pricing",
     "ProviderFailure",
     "Remove",
+    "Replay",
     "ResolutionError",
     "ResolvedPlugin",
+    "Respond",
+    "ResumeRejected",
+    "ResumeTicket",
     "RunEndDecision",
     "RunEndGuard",
     "RunFinish",
@@ -204,7 +226,9 @@ __all__ = [
     "Store",
     "StreamDelta",
     "Suspend",
+    "SuspendCall",
     "TextDelta",
+    "ThreadBusy",
     "ThreadSnapshot",
     "ThreadStore",
     "TokenUsage",

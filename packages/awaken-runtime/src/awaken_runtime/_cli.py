@@ -137,10 +137,10 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from ._builder import AgentRuntimeBuilder
     from ._config import AgentConfig
     from ._errors import AwakenError
     from ._models import ModelSpec
-    from ._runtime import AgentRuntimeBuilder
     from ._scripted import ScriptedExecutor
 
     try:

@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from ._builder import AgentRuntimeBuilder
 from ._config import AgentConfig
 from ._context import Band, ContextMessage, inject
 from ._events import AgentEvent, RunFinish, StepStart, TextDelta, ToolCallDone, ToolCallReady
@@ -25,7 +26,7 @@ from ._plugin import (
     PhaseHookPoint,
     PluginManifest,
 )
-from ._runtime import AgentRuntimeBuilder, Runtime
+from ._runtime import Runtime
 from ._scripted import ScriptedExecutor, ScriptedTurn, TurnSource
 from ._state import Scope
 from ._state_key import StateKey

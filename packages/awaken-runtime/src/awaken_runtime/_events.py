@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from ._failures import EndCause, Phase
 from ._models import TokenUsage
 from ._state import Command
+from ._suspension import ResumeTicket
 
 __all__ = [
     "AgentEvent",
@@ -85,7 +86,9 @@ class RunFinish(_Event):
     type: Literal["run_finish"] = "run_finish"
     phase: Phase
     end_cause: EndCause | None = None
-    ticket: dict[str, Any] | None = None
+    ticket: ResumeTicket | None = None
+    """The first pending ticket of a waiting run."""
+    tickets: list[ResumeTicket] = Field(default_factory=list)
     final_text: str = ""
     usage: TokenUsage
     cost: float | None = None

@@ -1,35 +1,26 @@
-"""The agent loop: phases, hooks, gates, tool execution and commits for one run.
+"""The agent loop: steps, inference, tool calls, parking and resuming.
 
 RunStart -> [StepStart -> BeforeInference -> AfterInference -> ToolGate ->
 BeforeToolExecute -> AfterToolExecute -> StepEnd]* -> RunEnd
 
-Only this module commits state. Every phase gathers the commands its
-producers staged, checks each against the producing plugin's capability
-bound, and commits them as one batch. The thread store receives whole steps:
-a checkpoint after RunStart, at every StepEnd, and at RunEnd.
+The thread store receives whole steps: a checkpoint after RunStart, at every
+StepEnd and at RunEnd. A step whose calls park is checkpointed as far as it
+got (with the parked-run record), and a resume continues that same step.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
-import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal
 
-from ._cancel import CancellationToken
+from pydantic_core import to_json
+
 from ._context import CONTEXT_MESSAGES, TOOL_FILTER, visible_tools
-from ._errors import CapabilityBoundError, StateConflictError, ToolError
-from ._events import (
-    AgentEvent,
-    RunFinish,
-    RunStart,
-    StepEnd,
-    StepStart,
-    TextDelta,
-    ToolCallDone,
-    ToolCallReady,
-)
+from ._errors import CapabilityBoundError, ToolError
+from ._events import RunFinish, RunStart, StepEnd, StepStart, TextDelta, ToolCallDone, ToolCallReady
 from ._failures import (
     Cancelled,
     CapabilityBoundFailure,
@@ -39,34 +30,33 @@ from ._failures import (
     MaxSteps,
     NaturalEnd,
     Phase,
-    PluginFailure,
     ProviderFailure,
-    StateConflictFailure,
-    Stopped,
     ToolFailure,
 )
-from ._gates import Block, Schedule, ShortCircuit, Steer, Suspend, strongest
+from ._gates import AwaitReason, Block, Schedule, ShortCircuit, Steer, Suspend, strongest
 from ._messages import Message, ToolCall, new_id
 from ._models import InferenceRequest, InferenceResponse, StreamDelta, TokenUsage
-from ._plugin import HookReaction, PhaseContext, PhaseHookPoint, RunInfo
-from ._request import RequestAssembler
-from ._resolve import ResolvedAgent
+from ._phases import RUNTIME, End, PhaseRunner, fail, log
+from ._plugin import PhaseContext, PhaseHookPoint
 from ._run_state import RunState
-from ._state import Command, CommittedBatch, Scope, StagedCommand, StateEngine
-from ._thread_store import RunRecord, ScopeBinding, ThreadStore
-from ._tools import Tool, ToolCallContext, ToolOutput
+from ._state import Command, Scope, StagedCommand
+from ._suspension import (
+    Approve,
+    Decision,
+    Deny,
+    ParkedRun,
+    Replay,
+    Respond,
+    ResumeTicket,
+    SuspendCall,
+)
+from ._thread_store import RunRecord, ThreadSnapshot
+from ._tools import ToolCallContext, ToolOutput
 from ._transcript import Transcript
 
 __all__ = ["AgentLoop"]
 
-log = logging.getLogger("awaken_runtime")
-
-RUNTIME = "runtime"
-"""Producer name of commands the loop itself stages."""
-
-Emit = Callable[[AgentEvent], None]
-_NO_MESSAGES: list[Message] = []
-# Module constants: enum attribute access is slow on the per-step path.
+Outcome = Literal["success", "error", "blocked", "short_circuit", "suspended"]
 _RUN_START = PhaseHookPoint.RUN_START
 _STEP_START = PhaseHookPoint.STEP_START
 _BEFORE_INFERENCE = PhaseHookPoint.BEFORE_INFERENCE
@@ -75,251 +65,25 @@ _AFTER_TOOL = PhaseHookPoint.AFTER_TOOL
 _STEP_END = PhaseHookPoint.STEP_END
 _RUN_END = PhaseHookPoint.RUN_END
 _RUN = Scope.RUN
-Outcome = Literal["success", "error", "blocked", "short_circuit", "suspended"]
 
 
-class _End(Exception):
-    """Internal: unwinds the loop with an end cause."""
+@dataclass(slots=True)
+class _Parked:
+    """A call waiting for a decision, before it becomes a ticket."""
 
-    def __init__(self, cause: EndCause) -> None:
-        self.cause = cause
+    call: ToolCall
+    reason: AwaitReason
+    payload: dict[str, Any]
+    deadline: datetime | None = None
+    not_before: datetime | None = None
 
 
-def _fail(failure: Any) -> _End:
-    return _End(Error(failure=failure))
+class AgentLoop(PhaseRunner):
+    """Drives one run (or one resumed leg of a run) of an agent over a thread."""
 
-
-class AgentLoop:
-    """Drives one run of a resolved agent over one thread."""
-
-    def __init__(
-        self,
-        agent: ResolvedAgent,
-        store: ThreadStore,
-        binding: ScopeBinding,
-        run_id: str,
-        *,
-        cancel: CancellationToken | None = None,
-        emit: Emit | None = None,
-    ) -> None:
-        self.agent = agent
-        self.config = agent.snapshot.config
-        self.store = store
-        self.binding = binding
-        self.run_id = run_id
-        self.cancel = cancel or CancellationToken()
-        self.emit = emit
-        self.engine = StateEngine()
-        self.transcript = Transcript()
-        self.version = 0
-        self.step = 0
-        self.usage = TokenUsage()
-        self.cost: float | None = None
-        self.step_usage = TokenUsage()
-        self.step_delta: list[Command] = []
-        self.pending: list[CommittedBatch] = []
-        self.persisted: list[Message] = []
-        self.final_text = ""
-        self.stop_reason: str | None = None
-        self.assembler = RequestAssembler(self.config.instructions)
-        self.tools: dict[str, Tool] = dict(agent.tools)
-        self.visible: set[str] | None = None
-        self._seq = 0
-        self._hooks = agent.hooks
-        self.tool_owner: dict[str, str] = dict(agent.tool_owner)
-        self._all_descriptors = [t.descriptor for t in self.tools.values()]
-
-    def refresh_descriptors(self) -> None:
-        """Recompute the tool list after tools were added (dynamic tools)."""
-        self._all_descriptors = [t.descriptor for t in self.tools.values()]
-
-    # -- events ------------------------------------------------------------
-
-    def _next_seq(self) -> int:
-        self._seq += 1
-        return self._seq
-
-    def _info(self) -> RunInfo:
-        return RunInfo(
-            run_id=self.run_id,
-            thread_id=self.binding.thread_id,
-            agent_id=self.config.id,
-            profile_id=self.binding.profile_id,
-            namespace=self.binding.namespace,
-            step=self.step,
-        )
-
-    # -- committing --------------------------------------------------------
-
-    def _check_bound(self, plugin_id: str, command: Command) -> None:
-        bound = self.agent.bounds[plugin_id]
-        if command.key == CONTEXT_MESSAGES and command.scope is _RUN:
-            value = getattr(command.action, "value", None) or {}
-            bands = {str(entry.get("band")) for entry in value.values() if isinstance(entry, dict)}
-            allowed = {b.value for b in bound.context_bands}
-            if not allowed or not bands <= allowed:
-                extra = ", ".join(sorted(bands - allowed)) or "any band"
-                raise CapabilityBoundError(
-                    plugin_id, f"context_bands {{{extra}}}", f"injects context into {extra}"
-                )
-            return
-        if command.key == TOOL_FILTER and command.scope is _RUN:
-            value = getattr(command.action, "value", None) or {}
-            if not bound.narrows_tools or set(value) - {plugin_id}:
-                raise CapabilityBoundError(
-                    plugin_id, "narrows_tools=True", "narrows tools (only its own filter entry)"
-                )
-            return
-        if not bound.allows_key(command.scope, command.key):
-            raise CapabilityBoundError(
-                plugin_id,
-                f"state key {command.scope.value}:{command.key}",
-                f"writes {command.scope.value}:{command.key!r}",
-            )
-
-    def _stage(
-        self,
-        batch: list[StagedCommand],
-        producer: str,
-        plugin_id: str | None,
-        cmds: Sequence[Command],
-    ) -> None:
-        for command in cmds:
-            if plugin_id is not None:
-                self._check_bound(plugin_id, command)
-            batch.append(StagedCommand(producer, command))
-
-    def _commit(self, phase: str, batch: list[StagedCommand]) -> None:
-        if not batch:
-            return
-        try:
-            committed = self.engine.commit(phase, batch)
-        except StateConflictError as exc:
-            raise _fail(
-                StateConflictFailure(
-                    key=exc.key, scope=exc.scope, producers=exc.producers, message=str(exc)
-                )
-            ) from exc
-        if committed is not None:
-            self.pending.append(committed)
-            self.step_delta.extend(c for _p, c in committed.entries)
-
-    async def _checkpoint(self, record: RunRecord | None = None) -> None:
-        messages = self.transcript.uncommitted()
-        if not messages and not self.pending and record is None:
-            return
-        self.version = await self.store.commit(
-            self.binding, self.version, messages, self.pending, record
-        )
-        self.transcript.mark_committed()
-        self.persisted.extend(messages)
-        self.pending = []
-
-    # -- hooks ---------------------------------------------------------------
-
-    def _ctx(self, point: PhaseHookPoint | str, plugin_id: str, **extra: Any) -> PhaseContext:
-        return PhaseContext(
-            point=point,
-            store=self.engine.store,
-            run=self._info(),
-            messages=self.transcript.view(),
-            plugin_id=plugin_id,
-            **extra,
-        )
-
-    async def _call_all(
-        self, label: str, calls: list[tuple[str, Callable[[], Any]]]
-    ) -> list[tuple[str, Any]]:
-        """Run producer callables concurrently; results in producer order."""
-
-        async def one(plugin_id: str, fn: Callable[[], Any]) -> Any:
-            try:
-                result = fn()
-                if inspect.isawaitable(result):
-                    result = await result
-                return result
-            except _End:
-                raise
-            except Exception as exc:
-                log.exception("plugin %r raised in %s", plugin_id, label)
-                raise _fail(
-                    PluginFailure(
-                        plugin_id=plugin_id,
-                        hook=label,
-                        message=f"{type(exc).__name__}: {exc}",
-                    )
-                ) from exc
-
-        if len(calls) == 1:
-            pid, fn = calls[0]
-            return [(pid, await one(pid, fn))]
-        results = await asyncio.gather(*(one(pid, fn) for pid, fn in calls))
-        return [(pid, r) for (pid, _fn), r in zip(calls, results, strict=True)]
-
-    def _collect(
-        self,
-        point: PhaseHookPoint | str,
-        reactions: list[tuple[str, Any]],
-        batch: list[StagedCommand],
-        allow_messages: bool = False,
-    ) -> list[Message]:
-        messages: list[Message] = []
-        for plugin_id, reaction in reactions:
-            if reaction is None:
-                continue
-            if not isinstance(reaction, HookReaction):
-                raise _fail(
-                    PluginFailure(
-                        plugin_id=plugin_id,
-                        hook=str(point),
-                        message=f"returned {type(reaction).__name__}; "
-                        "return a HookReaction or None",
-                    )
-                )
-            if reaction.messages:
-                if not allow_messages:
-                    raise _fail(
-                        PluginFailure(
-                            plugin_id=plugin_id,
-                            hook=str(point),
-                            message="returned transcript messages; only AFTER_TOOL hooks may "
-                            "(use inject(ContextMessage(...)) for request-only context)",
-                        )
-                    )
-                messages.extend(reaction.messages)
-            self._stage(batch, plugin_id, plugin_id, reaction.commands)
-            if reaction.stop and self.stop_reason is None:
-                self.stop_reason = f"{plugin_id}: {reaction.stop}"
-        return messages
-
-    async def _phase(
-        self,
-        point: PhaseHookPoint,
-        batch: list[StagedCommand] | None = None,
-        **extra: Any,
-    ) -> list[Message]:
-        """Run the hooks of ``point`` on one snapshot and commit once."""
-        hooks = self._hooks.get(point)
-        if not hooks:
-            if batch:
-                self._commit(point, batch)
-            return _NO_MESSAGES
-        batch = batch if batch is not None else []
-        messages: list[Message] = []
-        if hooks:
-            reactions = await self._call_all(
-                point.name,
-                [(pid, _bind(hook, self._ctx(point, pid, **extra))) for pid, hook in hooks],
-            )
-            messages = self._collect(point, reactions, batch, allow_messages=point is _AFTER_TOOL)
-        self._commit(point, batch)
-        return messages
-
-    def _boundary(self) -> None:
-        if self.cancel.cancelled:
-            raise _End(Cancelled())
-        if self.stop_reason is not None:
-            raise _End(Stopped(reason=self.stop_reason))
+    ticket_secret: bytes | None = None
+    _parked: list[_Parked]
+    _open_step = False
 
     # -- inference -------------------------------------------------------------
 
@@ -337,9 +101,8 @@ class AgentLoop:
 
     def _request(self) -> InferenceRequest:
         store = self.engine.store
-        raw_context = store.get_value(CONTEXT_MESSAGES, _RUN)
         filters = store.get_value(TOOL_FILTER, _RUN)
-        entries = self.assembler.entries(raw_context, self.step)
+        entries = self.assembler.entries(store.get_value(CONTEXT_MESSAGES, _RUN), self.step)
         window = self.transcript.window(self.config.context_policy)
         messages = self.assembler.messages(window, self.transcript.last_user_index, entries)
         if filters:
@@ -362,6 +125,8 @@ class AgentLoop:
         response: InferenceResponse | None = None
         emit = self.emit
         model = self.agent.snapshot.model
+        token = self.cancel
+        token.arm()
         try:
             async for item in self.agent.executor.stream(request):
                 if isinstance(item, StreamDelta):
@@ -370,27 +135,30 @@ class AgentLoop:
                             TextDelta(
                                 seq=self._next_seq(),
                                 run_id=self.run_id,
-                                type="text_delta",
                                 channel=item.channel,
                                 delta=item.text,
                             )
                         )
-                    if self.cancel.cancelled:
-                        raise _End(Cancelled())
+                    if token.cancelled:
+                        raise End(Cancelled())
                 else:
                     response = item
-        except (_End, asyncio.CancelledError):
+        except End:
             raise
+        except asyncio.CancelledError:
+            raise self._interrupted() from None
         except Exception as exc:
-            raise _fail(
+            raise fail(
                 ProviderFailure(
                     provider=model.provider,
                     model=model.model,
                     message=f"{type(exc).__name__}: {exc}",
                 )
             ) from exc
+        finally:
+            token.disarm()
         if response is None:
-            raise _fail(
+            raise fail(
                 ProviderFailure(
                     provider=model.provider,
                     model=model.model,
@@ -399,27 +167,32 @@ class AgentLoop:
             )
         return response
 
+    def _interrupted(self) -> BaseException:
+        """Turn a CancelledError raised inside an armed await into a Cancelled end."""
+        task = asyncio.current_task()
+        if self.cancel.cancelled and task is not None:
+            task.uncancel()
+            return End(Cancelled())
+        return asyncio.CancelledError()
+
     # -- tools -----------------------------------------------------------------
 
-    def _emit_done(self, call: ToolCall, output: ToolOutput, outcome: Outcome) -> None:
+    def _emit_done(self, call: ToolCall, content: str, outcome: Outcome) -> None:
         if self.emit is not None:
             self.emit(
                 ToolCallDone(
                     seq=self._next_seq(),
                     run_id=self.run_id,
-                    type="tool_call_done",
                     call_id=call.id,
-                    output=output.content,
+                    output=content,
                     outcome=outcome,
                 )
             )
 
     async def _gate(self, call: ToolCall) -> Block | Suspend | ShortCircuit | Schedule | None:
         if call.name not in self.tools:
-            return Block(
-                reason=f"Unknown tool '{call.name}'. Available tools: "
-                f"{', '.join(sorted(self.visible or self.tools)) or 'none'}."
-            )
+            names = ", ".join(sorted(self.visible or self.tools)) or "none"
+            return Block(reason=f"Unknown tool '{call.name}'. Available tools: {names}.")
         if self.visible is not None and call.name not in self.visible:
             return Block(reason=f"Tool '{call.name}' is not available at this step.")
         gates = self.agent.gates
@@ -444,17 +217,21 @@ class AgentLoop:
             cancel=self.cancel,
             profile_id=self.binding.profile_id,
         )
+        token = self.cancel
+        token.arm()
         try:
             output = await tool.call(call.arguments, ctx)
-        except ToolError as exc:
-            raise _fail(ToolFailure(tool_id=call.name, call_id=call.id, message=str(exc))) from exc
-        except asyncio.CancelledError:
+        except (ToolError, SuspendCall):
             raise
+        except asyncio.CancelledError:
+            raise self._interrupted() from None
         except Exception as exc:
             log.exception("tool %r raised (call %s)", call.name, call.id)
             return ToolOutput.error(f"Tool '{call.name}' failed: {type(exc).__name__}: {exc}")
+        finally:
+            token.disarm()
         if not isinstance(output, ToolOutput):
-            raise _fail(
+            raise fail(
                 ToolFailure(
                     tool_id=call.name,
                     call_id=call.id,
@@ -463,52 +240,70 @@ class AgentLoop:
             )
         return output
 
-    async def _tool_call(self, call: ToolCall) -> dict[str, Any] | None:
-        """Gate, execute and record one call; return a parked-call record if it waits."""
+    async def _tool_call(self, call: ToolCall, *, approved: bool = False) -> None:
+        """Gate, execute and record one call, or park it."""
         if self.emit is not None:
             self.emit(
                 ToolCallReady(
                     seq=self._next_seq(),
                     run_id=self.run_id,
-                    type="tool_call_ready",
                     call_id=call.id,
                     name=call.name,
                     arguments=call.arguments,
                 )
             )
         decision = await self._gate(call)
-        batch: list[StagedCommand] = []
-        outcome: Outcome
-        if isinstance(decision, (Suspend, Schedule)):
-            self._emit_done(call, ToolOutput.ok(""), "suspended")
-            return {
-                "call": call.model_dump(mode="json"),
-                "decision": decision.model_dump(mode="json"),
-                "decision_type": type(decision).__name__,
-            }
-        if isinstance(decision, Block):
-            output, outcome = ToolOutput.error(decision.reason), "blocked"
-        elif isinstance(decision, ShortCircuit):
-            output, outcome = decision.output, "short_circuit"
-        else:
-            observers = self.agent.observers
-            if observers:
-                ctx = self._ctx("before_tool_execute", "", tool_call=call)
-                reactions = await self._call_all(
-                    "TOOL_OBSERVER",
-                    [(pid, _bind(o, _with_plugin(ctx, pid))) for pid, o in observers],
+        if approved and isinstance(decision, (Suspend, Schedule)):
+            decision = None  # a human approved this call: gates may still block it
+        if isinstance(decision, Suspend):
+            self._park(_Parked(call, decision.await_reason, dict(decision.payload)))
+            return
+        if isinstance(decision, Schedule):
+            self._park(
+                _Parked(
+                    call,
+                    AwaitReason.SCHEDULED_ACTION,
+                    {"at": decision.at.isoformat()},
+                    not_before=decision.at,
                 )
-                self._collect("before_tool_execute", reactions, batch)
+            )
+            return
+        batch: list[StagedCommand] = []
+        if isinstance(decision, Block):
+            await self._record(call, ToolOutput.error(decision.reason), "blocked", batch)
+            return
+        if isinstance(decision, ShortCircuit):
+            await self._record(call, decision.output, "short_circuit", batch)
+            return
+        observers = self.agent.observers
+        if observers:
+            ctx = self._ctx("before_tool_execute", "", tool_call=call)
+            reactions = await self._call_all(
+                "TOOL_OBSERVER", [(pid, _bind(o, _with_plugin(ctx, pid))) for pid, o in observers]
+            )
+            self._collect("before_tool_execute", reactions, batch)
+        try:
             output = await self._execute(call)
-            outcome = "error" if output.is_error else "success"
-            self._stage(batch, call.id, self.tool_owner.get(call.name), output.state)
-        self._boundary_cancel_only()
+        except ToolError as exc:
+            raise fail(ToolFailure(tool_id=call.name, call_id=call.id, message=str(exc))) from exc
+        except SuspendCall as signal:
+            self._commit("before_tool_execute", batch)
+            self._park(_Parked(call, signal.await_reason, signal.payload, signal.deadline))
+            return
+        self._stage(batch, call.id, self.tool_owner.get(call.name), output.state)
+        await self._record(call, output, "error" if output.is_error else "success", batch)
+
+    async def _record(
+        self, call: ToolCall, output: ToolOutput, outcome: Outcome, batch: list[StagedCommand]
+    ) -> None:
+        """Append the tool result, run AFTER_TOOL hooks and commit the call's batch."""
+        if self.cancel.cancelled:
+            raise End(Cancelled())
         self.transcript.append(
             Message(
                 id=new_id(),
                 role="tool",
                 content=output.content,
-                tool_calls=None,
                 tool_call_id=call.id,
                 name=call.name,
                 metadata={"is_error": True} if output.is_error else {},
@@ -517,12 +312,11 @@ class AgentLoop:
         extra = await self._phase(_AFTER_TOOL, batch, tool_call=call, tool_output=output)
         for message in extra:
             self.transcript.append(message)
-        self._emit_done(call, output, outcome)
-        return None
+        self._emit_done(call, output.content, outcome)
 
-    def _boundary_cancel_only(self) -> None:
-        if self.cancel.cancelled:
-            raise _End(Cancelled())
+    def _park(self, parked: _Parked) -> None:
+        self._parked.append(parked)
+        self._emit_done(parked.call, "", "suspended")
 
     # -- guards ----------------------------------------------------------------
 
@@ -539,26 +333,22 @@ class AgentLoop:
                 return decision
         return None
 
-    # -- the run ---------------------------------------------------------------
+    # -- steps -----------------------------------------------------------------
 
-    async def _step(self) -> EndCause | dict[str, Any] | None:
-        """One step; returns an end cause, a parked-calls record, or ``None`` to go on."""
+    async def _step(self) -> EndCause | None:
+        """Run a step up to its tool calls; the caller parks or ends it."""
         self.step += 1
+        self._open_step = True
         self.step_usage = TokenUsage()
         self.step_delta = []
         if self.emit is not None:
-            self.emit(
-                StepStart(
-                    seq=self._next_seq(), run_id=self.run_id, type="step_start", step=self.step
-                )
-            )
+            self.emit(StepStart(seq=self._next_seq(), run_id=self.run_id, step=self.step))
         await self._phase(_STEP_START)
         self._boundary()
         if _BEFORE_INFERENCE in self._hooks:
             await self._phase(_BEFORE_INFERENCE, request=self._base_request())
             self._boundary()
-        request = self._request()
-        response = await self._infer(request)
+        response = await self._infer(self._request())
         self.step_usage = response.usage
         self.usage = self.usage + response.usage
         step_cost = self.agent.snapshot.model.cost(response.usage)
@@ -570,8 +360,6 @@ class AgentLoop:
                 role="assistant",
                 content=response.text or None,
                 tool_calls=list(response.tool_calls) or None,
-                tool_call_id=None,
-                name=None,
                 metadata={"reasoning": response.reasoning} if response.reasoning else {},
             )
         )
@@ -582,34 +370,30 @@ class AgentLoop:
                 clear.append(StagedCommand(RUNTIME, Command.remove(key, scope=_RUN)))
         await self._phase(_AFTER_INFERENCE, clear, response=response)
         self._boundary()
-        outcome: EndCause | dict[str, Any] | None = None
         if response.tool_calls:
-            parked = []
             for call in response.tool_calls:
-                record = await self._tool_call(call)
-                if record is not None:
-                    parked.append(record)
+                await self._tool_call(call)
                 self._boundary()
-            if parked:
-                return {"pending_calls": parked}
-        else:
-            self.final_text = response.text
-            steer = await self._guards()
-            if steer is None:
-                outcome = NaturalEnd()
-            else:
-                message = steer.message
-                self.transcript.append(
-                    Message.user(message) if isinstance(message, str) else message
-                )
+            return None
+        self.final_text = response.text
+        steer = await self._guards()
+        if steer is None:
+            return NaturalEnd()
+        message = steer.message
+        self.transcript.append(Message.user(message) if isinstance(message, str) else message)
+        return None
+
+    async def _end_step(self, outcome: EndCause | None) -> EndCause | None:
+        """StepEnd: hooks, checkpoint, event; then max-steps."""
         await self._phase(_STEP_END)
-        await self._checkpoint()
+        await self._checkpoint(force=self._resumed)
+        self._open_step = False
+        self._resumed = False
         if self.emit is not None:
             self.emit(
                 StepEnd(
                     seq=self._next_seq(),
                     run_id=self.run_id,
-                    type="step_end",
                     step=self.step,
                     usage=self.step_usage,
                     state_delta=self.step_delta,
@@ -620,71 +404,193 @@ class AgentLoop:
             outcome = MaxSteps(max_steps=self.config.max_steps)
         return outcome
 
-    async def run(self, input_messages: Sequence[Message]) -> RunState:
-        """Execute the run to an end (or a park) and return its state."""
-        snapshot = await self.store.load(self.binding)
-        self.version = snapshot.version
-        self.engine.data.update(snapshot.state)
-        self.transcript = Transcript(snapshot.messages)
+    async def _drive(self, outcome: EndCause | None = None, *, first: bool = False) -> RunState:
+        """Continue stepping until the run ends or parks, then finish."""
+        cause: EndCause | None = None
+        try:
+            while True:
+                if not first:
+                    outcome = await self._step()
+                first = False
+                if self._parked:
+                    return await self._park_run()
+                cause = await self._end_step(outcome)
+                if cause is not None:
+                    break
+        except End as end:
+            cause = end.cause
+        except CapabilityBoundError as exc:
+            cause = _bound_failure(exc)
+        except Exception as exc:
+            log.exception("internal error in run %s", self.run_id)
+            cause = Error(failure=InternalFailure(message=f"{type(exc).__name__}: {exc}"))
+        return await self._finish(cause)
+
+    # -- starting, parking, resuming -------------------------------------------
+
+    def _start_event(self) -> None:
         if self.emit is not None:
             self.emit(
                 RunStart(
                     seq=self._next_seq(),
                     run_id=self.run_id,
-                    type="run_start",
                     thread_id=self.binding.thread_id,
                     agent_id=self.config.id,
                 )
             )
+
+    async def run(self, snapshot: ThreadSnapshot, input_messages: Sequence[Message]) -> RunState:
+        """Start a run on a loaded thread and drive it to an end or a park."""
+        self.cancel.attach()
+        self._parked = []
+        self._resumed = False
+        self.version = snapshot.version
+        self.engine.data.update(snapshot.state)
+        self.transcript = Transcript(snapshot.messages)
+        self._start_event()
         for message in input_messages:
             self.transcript.append(message)
-        phase = Phase.ENDED
-        cause: EndCause | None = None
-        ticket: dict[str, Any] | None = None
         try:
             await self._phase(_RUN_START)
             await self._checkpoint()
             self._boundary()
-            while True:
-                outcome = await self._step()
-                if isinstance(outcome, dict):
-                    phase, ticket = Phase.WAITING, outcome
-                    break
-                if outcome is not None:
-                    cause = outcome
-                    break
-        except _End as end:
-            cause = end.cause
+        except End as end:
+            return await self._finish(end.cause)
         except CapabilityBoundError as exc:
-            cause = Error(
-                failure=CapabilityBoundFailure(
-                    plugin_id=exc.plugin_id, item=exc.item, message=str(exc)
-                )
-            )
-        except Exception as exc:
-            log.exception("internal error in run %s", self.run_id)
-            cause = Error(failure=InternalFailure(message=f"{type(exc).__name__}: {exc}"))
-        return await self._finish(phase, cause, ticket)
+            return await self._finish(_bound_failure(exc))
+        return await self._drive()
 
-    async def _finish(
-        self, phase: Phase, cause: EndCause | None, ticket: dict[str, Any] | None
+    async def _park_run(self) -> RunState:
+        snapshot_id = new_id("snap_")
+        fingerprint = self.agent.snapshot.fingerprint
+        tickets = list(self._kept_tickets)
+        for parked in self._parked:
+            ticket = ResumeTicket(
+                ticket_id=new_id("tkt_"),
+                run_id=self.run_id,
+                thread_id=self.binding.thread_id,
+                snapshot_id=snapshot_id,
+                fingerprint=fingerprint,
+                await_reason=parked.reason,
+                call=parked.call,
+                payload=parked.payload,
+                deadline=parked.deadline,
+                not_before=parked.not_before,
+            )
+            if self.ticket_secret is not None:
+                ticket = ticket.signed(self.ticket_secret)
+            tickets.append(ticket)
+        record = ParkedRun(
+            run_id=self.run_id,
+            agent_id=self.config.id,
+            fingerprint=fingerprint,
+            snapshot_id=snapshot_id,
+            thread_id=self.binding.thread_id,
+            profile_id=self.binding.profile_id,
+            namespace=self.binding.namespace,
+            step=self.step,
+            seq=self._seq + 1,
+            usage=self.usage,
+            cost=self.cost,
+            run_state=[(k, v) for (s, k), v in self.engine.data.items() if s is _RUN],
+            tickets=tickets,
+        )
+        return await self._finish(None, parked=record)
+
+    def restore(self, snapshot: ThreadSnapshot, parked: ParkedRun) -> None:
+        """Rebuild the run's state from the store for a resumed leg."""
+        self.cancel.attach()
+        self._parked = []
+        self._resumed = True
+        self._open_step = True
+        self.version = snapshot.version
+        self.engine.data.update(snapshot.state)
+        self.engine.data.update({(_RUN, k): v for k, v in parked.run_state})
+        self.transcript = Transcript(snapshot.messages)
+        self.step = parked.step
+        self._seq = parked.seq - 1
+        self.usage = parked.usage
+        self.cost = parked.cost
+
+    async def resume(
+        self, parked: ParkedRun, decisions: Sequence[tuple[ResumeTicket, Decision]]
     ) -> RunState:
-        if phase is Phase.ENDED:
-            # Work of the step in flight is not checkpointed: the thread keeps whole steps.
-            self.transcript.rollback()
-            self.pending = []
+        """Apply decisions to their parked calls; continue the step once none wait."""
+        decided = {ticket.ticket_id for ticket, _ in decisions}
+        self._kept_tickets = [t for t in parked.tickets if t.ticket_id not in decided]
+        self._start_event()
+        try:
+            for ticket, decision in decisions:
+                await self._apply(ticket, decision)
+                self._boundary()
+        except End as end:
+            return await self._finish(end.cause)
+        except CapabilityBoundError as exc:
+            return await self._finish(_bound_failure(exc))
+        if self._parked or self._kept_tickets:
+            return await self._park_run()
+        return await self._drive(None, first=True)
+
+    async def _apply(self, ticket: ResumeTicket, decision: Decision) -> None:
+        call = ticket.call
+        if isinstance(decision, Approve):
+            await self._tool_call(call, approved=True)
+        elif isinstance(decision, Replay):
+            await self._tool_call(call.model_copy(update={"arguments": decision.arguments}))
+        elif isinstance(decision, Deny):
+            output = ToolOutput.error(f"The call was denied: {decision.reason}")
+            await self._record(call, output, "blocked", [])
+        elif isinstance(decision, Respond):
+            value = decision.value
+            content = value if isinstance(value, str) else to_json(value).decode()
+            await self._record(call, ToolOutput.ok(content), "success", [])
+
+    async def cancel_parked(self, parked: ParkedRun) -> RunState:
+        """End a waiting run as ``Cancelled``; its parked calls get error results."""
+        self._kept_tickets = []
+        self._start_event()
+        return await self._finish(Cancelled())
+
+    # -- finishing ---------------------------------------------------------------
+
+    def _close_open_calls(self, cause: EndCause) -> None:
+        """Answer calls of a checkpointed, unfinished step so the thread stays valid."""
+        answered = set()
+        for message in reversed(self.transcript.view()):
+            if message.role == "tool":
+                answered.add(message.tool_call_id)
+                continue
+            if message.role == "assistant" and message.tool_calls:
+                for call in message.tool_calls:
+                    if call.id not in answered:
+                        self.transcript.append(
+                            Message.tool(
+                                call.id,
+                                f"The call was not executed: the run ended ({cause.kind}).",
+                                name=call.name,
+                                metadata={"is_error": True},
+                            )
+                        )
+            break
+
+    async def _finish(self, cause: EndCause | None, parked: ParkedRun | None = None) -> RunState:
+        phase = Phase.WAITING if parked is not None else Phase.ENDED
+        if cause is not None:
+            if self._open_step:
+                # The thread keeps whole steps: drop what the unfinished step added...
+                self.transcript.rollback()
+                self.pending = []
+                if self._resumed:
+                    # ...but a parked step was checkpointed part-way: close its calls.
+                    self._close_open_calls(cause)
             try:
                 await self._phase(_RUN_END)
-            except _End as end:
+            except End as end:
                 if not isinstance(cause, Error):
                     cause = end.cause
             except CapabilityBoundError as exc:
                 if not isinstance(cause, Error):
-                    cause = Error(
-                        failure=CapabilityBoundFailure(
-                            plugin_id=exc.plugin_id, item=exc.item, message=str(exc)
-                        )
-                    )
+                    cause = _bound_failure(exc)
         record = RunRecord(
             run_id=self.run_id,
             thread_id=self.binding.thread_id,
@@ -695,37 +601,48 @@ class AgentLoop:
             usage=self.usage,
             cost=self.cost,
         )
-        await self._checkpoint(record)
+        await self._checkpoint(record, parked, force=True)
+        tickets = parked.tickets if parked is not None else []
+        final = self.final_text if isinstance(cause, NaturalEnd) else ""
         state = RunState(
             run_id=self.run_id,
             thread_id=self.binding.thread_id,
             agent_id=self.config.id,
             phase=phase,
             end_cause=cause,
-            final_text=self.final_text if isinstance(cause, NaturalEnd) else "",
+            final_text=final,
             steps=self.step,
             usage=self.usage,
             cost=self.cost,
             new_messages=self.persisted,
             log=list(self.engine.log),
             state=dict(self.engine.data),
-            ticket=ticket,
+            tickets=tickets,
         )
         if self.emit is not None:
             self.emit(
                 RunFinish(
                     seq=self._next_seq(),
                     run_id=self.run_id,
-                    type="run_finish",
                     phase=phase,
                     end_cause=cause,
-                    ticket=ticket,
-                    final_text=state.final_text,
+                    ticket=tickets[0] if tickets else None,
+                    tickets=tickets,
+                    final_text=final,
                     usage=self.usage,
                     cost=self.cost,
                 )
             )
         return state
+
+    _kept_tickets: list[ResumeTicket] = []  # noqa: RUF012 - replaced per leg, never mutated
+    _resumed = False
+
+
+def _bound_failure(exc: CapabilityBoundError) -> Error:
+    return Error(
+        failure=CapabilityBoundFailure(plugin_id=exc.plugin_id, item=exc.item, message=str(exc))
+    )
 
 
 def _bind(fn: Callable[[Any], Any], arg: Any) -> Callable[[], Any]:

@@ -10,6 +10,7 @@ from ._failures import EndCause, Phase
 from ._messages import Message
 from ._models import TokenUsage
 from ._state import CommittedBatch, Scope, StoreKey
+from ._suspension import ResumeTicket
 
 __all__ = ["RunState"]
 
@@ -35,7 +36,13 @@ class RunState(BaseModel):
     new_messages: list[Message] = Field(default_factory=list)
     log: list[CommittedBatch] = Field(default_factory=list)
     state: dict[StoreKey, Any] = Field(default_factory=dict, exclude=True)
-    ticket: dict[str, Any] | None = None
+    tickets: list[ResumeTicket] = Field(default_factory=list)
+    """For a ``WAITING`` run: one ticket per parked call."""
+
+    @property
+    def ticket(self) -> ResumeTicket | None:
+        """The first pending ticket, if the run is waiting."""
+        return self.tickets[0] if self.tickets else None
 
     def value(self, key: str, scope: Scope = Scope.THREAD, default: Any = None) -> Any:
         """A final committed state value."""

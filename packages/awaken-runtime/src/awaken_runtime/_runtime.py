@@ -1,31 +1,37 @@
-"""``Runtime``: resolve agents and run them; ``AgentRuntimeBuilder`` to make one."""
+"""``Runtime``: resolve agents, run them, and resume runs that wait for decisions."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from pathlib import Path
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
+from pydantic import ValidationError
+
 from ._cancel import CancellationToken
-from ._config import AgentConfig
-from ._discovery import Discovery, discover
-from ._errors import AgentConfigError, DuplicateIdError
+from ._discovery import Discovery
+from ._errors import AgentConfigError, VersionConflict
 from ._events import AgentEvent, RunFinish
-from ._function_tool import FunctionTool
+from ._failures import Phase
 from ._loop import AgentLoop
 from ._messages import Message, new_id
-from ._models import LlmExecutor, ModelSpec
-from ._plugin import Plugin
 from ._resolve import ExecutableAgentSnapshot, Registries, ResolvedAgent, resolve_agent
 from ._run_state import RunState
+from ._suspension import Decision, ParkedRun, ResumeRejected, ResumeTicket, ThreadBusy
 from ._thread_store import InMemoryStore, ScopeBinding, ThreadStore
-from ._tools import Tool
 
-__all__ = ["AgentRuntimeBuilder", "RunInput", "Runtime"]
+__all__ = ["OnAwait", "RunInput", "Runtime"]
 
 RunInput = str | Message | Sequence[Message]
 """A run's input: a user text, one message, or several messages."""
+
+OnAwait = Callable[[ResumeTicket], "Decision | Awaitable[Decision | None] | None"]
+"""Answers one ticket for :meth:`Runtime.run_to_completion`; ``None`` leaves it waiting."""
+
+TicketLike = ResumeTicket | dict[str, Any] | str
+EventSink = Callable[[AgentEvent], None]
 
 
 def _input_messages(value: RunInput) -> list[Message]:
@@ -36,12 +42,25 @@ def _input_messages(value: RunInput) -> list[Message]:
     return list(value)
 
 
+def _parse_ticket(value: TicketLike) -> ResumeTicket:
+    try:
+        if isinstance(value, ResumeTicket):
+            return value
+        if isinstance(value, str):
+            return ResumeTicket.model_validate_json(value)
+        return ResumeTicket.model_validate(value)
+    except ValidationError as exc:
+        raise ResumeRejected(f"malformed ticket: {exc.errors()[0]['msg']}") from None
+
+
 class Runtime:
     """Resolves agents against fixed registries and runs them over threads.
 
-    Build one with :class:`AgentRuntimeBuilder`. Resolution is cached per
-    agent id (the registries never change after ``build``), so a run pays
-    only for the loop.
+    Build one with ``AgentRuntimeBuilder``. Resolution is cached per agent id
+    (the registries never change after ``build``), so a run pays only for the
+    loop. A run that parks tool calls returns a ``WAITING`` state with one
+    ticket per call; :meth:`resume` continues it, in this process or any other
+    that shares the store.
     """
 
     def __init__(
@@ -50,11 +69,16 @@ class Runtime:
         *,
         store: ThreadStore | None = None,
         discovery: Discovery | None = None,
+        ticket_secret: bytes | None = None,
     ) -> None:
         self.registries = registries
         self.store: ThreadStore = store if store is not None else InMemoryStore()
         self.discovery = discovery
+        self.ticket_secret = ticket_secret
         self._resolved: dict[str, ResolvedAgent] = {}
+        self._thread_locks: dict[str, asyncio.Lock] = {}
+
+    # -- resolution --------------------------------------------------------------
 
     def resolve(self, agent_id: str) -> ExecutableAgentSnapshot:
         """The serializable snapshot of ``agent_id`` (raises on unknown ids or bad config)."""
@@ -76,22 +100,16 @@ class Runtime:
             self._resolved[agent] = found
         return found
 
-    def _loop(
+    def _new_loop(
         self,
-        agent: str | ExecutableAgentSnapshot,
-        *,
-        thread_id: str | None,
-        run_id: str | None,
-        profile_id: str,
-        namespace: str,
+        resolved: ResolvedAgent,
+        binding: ScopeBinding,
+        run_id: str,
         cancel: CancellationToken | None,
-        emit: Callable[[AgentEvent], None] | None,
+        emit: EventSink | None,
     ) -> AgentLoop:
-        resolved = self._agent(agent)
-        binding = ScopeBinding(thread_id or new_id("thread_"), profile_id, namespace)
-        loop = AgentLoop(
-            resolved, self.store, binding, run_id or new_id("run_"), cancel=cancel, emit=emit
-        )
+        loop = AgentLoop(resolved, self.store, binding, run_id, cancel=cancel, emit=emit)
+        loop.ticket_secret = self.ticket_secret
         for plugin_id, source in resolved.dynamic_tools:
             for extra in source():
                 tid = extra.descriptor.id
@@ -106,6 +124,14 @@ class Runtime:
             loop.refresh_descriptors()
         return loop
 
+    def _lock(self, thread_id: str) -> asyncio.Lock:
+        lock = self._thread_locks.get(thread_id)
+        if lock is None:
+            lock = self._thread_locks[thread_id] = asyncio.Lock()
+        return lock
+
+    # -- running -----------------------------------------------------------------
+
     async def run(
         self,
         agent: str | ExecutableAgentSnapshot,
@@ -116,50 +142,32 @@ class Runtime:
         profile_id: str = "default",
         namespace: str = "default",
         cancel: CancellationToken | None = None,
-        on_event: Callable[[AgentEvent], None] | None = None,
+        on_event: EventSink | None = None,
     ) -> RunState:
         """Run ``agent`` on ``input`` in ``thread_id`` (a new thread if omitted).
 
         ``profile_id`` binds PROFILE-scope state, ``namespace`` SHARED-scope
-        state. ``on_event`` receives every :data:`AgentEvent` as it happens.
+        state. ``on_event`` receives every ``AgentEvent`` as it happens.
+        Raises ``ThreadBusy`` if the thread has a run waiting for decisions.
         """
-        loop = self._loop(
-            agent,
-            thread_id=thread_id,
-            run_id=run_id,
-            profile_id=profile_id,
-            namespace=namespace,
-            cancel=cancel,
-            emit=on_event,
-        )
-        return await loop.run(_input_messages(input))
+        resolved = self._agent(agent)
+        binding = ScopeBinding(thread_id or new_id("thread_"), profile_id, namespace)
+        async with self._lock(binding.thread_id):
+            snapshot = await self.store.load(binding)
+            if snapshot.parked is not None:
+                raise ThreadBusy(
+                    f"thread {binding.thread_id!r} has run {snapshot.parked.run_id!r} waiting "
+                    f"for {len(snapshot.parked.tickets)} decision(s); resume or cancel it first"
+                )
+            loop = self._new_loop(resolved, binding, run_id or new_id("run_"), cancel, on_event)
+            return await loop.run(snapshot, _input_messages(input))
 
     async def stream(
-        self,
-        agent: str | ExecutableAgentSnapshot,
-        input: RunInput,
-        **kwargs: Any,
+        self, agent: str | ExecutableAgentSnapshot, input: RunInput, **kwargs: Any
     ) -> AsyncIterator[AgentEvent]:
         """Run like :meth:`run` and yield its events; the last one is ``RunFinish``."""
-        queue: asyncio.Queue[AgentEvent | BaseException] = asyncio.Queue()
-        task = asyncio.ensure_future(self.run(agent, input, on_event=queue.put_nowait, **kwargs))
-        task.add_done_callback(
-            lambda t: queue.put_nowait(t.exception() or _DONE) if not t.cancelled() else None
-        )
-        try:
-            while True:
-                item = await queue.get()
-                if isinstance(item, BaseException):
-                    if item is _DONE:
-                        return
-                    raise item
-                yield item
-                if isinstance(item, RunFinish):
-                    await task
-                    return
-        finally:
-            if not task.done():
-                task.cancel()
+        async for event in _stream(lambda sink: self.run(agent, input, on_event=sink, **kwargs)):
+            yield event
 
     def run_sync(
         self, agent: str | ExecutableAgentSnapshot, input: RunInput, **kwargs: Any
@@ -167,104 +175,181 @@ class Runtime:
         """Blocking :meth:`run` for scripts and notebooks without a running event loop."""
         return asyncio.run(self.run(agent, input, **kwargs))
 
+    # -- resuming ----------------------------------------------------------------
 
-class _Done(Exception):
-    pass
+    async def _check(
+        self, thread_id: str, tickets: Sequence[ResumeTicket]
+    ) -> tuple[ParkedRun, ResolvedAgent]:
+        """Validate tickets against the stored copies; raise ``ResumeRejected``."""
+        snapshot = await self.store.load(ScopeBinding(thread_id, "default", "default"))
+        parked = snapshot.parked
+        if parked is None:
+            raise ResumeRejected(
+                f"thread {thread_id!r} has no waiting run (already resumed, cancelled, "
+                f"or never parked)"
+            )
+        pending = {t.ticket_id: t for t in parked.tickets}
+        seen: set[str] = set()
+        now = datetime.now(UTC)
+        for given in tickets:
+            if given.ticket_id in seen:
+                raise ResumeRejected(f"ticket {given.ticket_id!r} is answered twice")
+            seen.add(given.ticket_id)
+            stored = pending.get(given.ticket_id)
+            if stored is None:
+                raise ResumeRejected(
+                    f"ticket {given.ticket_id!r} is not pending on thread {thread_id!r} "
+                    f"(already resolved, or from another run)"
+                )
+            field = stored.mismatch(given)
+            if field is not None:
+                raise ResumeRejected(
+                    f"ticket {given.ticket_id!r}: field {field!r} does not match the stored ticket"
+                )
+            if stored.is_expired(now):
+                raise ResumeRejected(
+                    f"ticket {given.ticket_id!r} expired at {stored.deadline.isoformat()}"  # type: ignore[union-attr]
+                )
+            if stored.not_before is not None and now < stored.not_before:
+                raise ResumeRejected(
+                    f"ticket {given.ticket_id!r} is scheduled for {stored.not_before.isoformat()}"
+                    f"; resume it then"
+                )
+        try:
+            resolved = self._agent(parked.agent_id)
+        except Exception as exc:
+            raise ResumeRejected(f"agent {parked.agent_id!r} no longer resolves: {exc}") from None
+        if resolved.snapshot.fingerprint != parked.fingerprint:
+            raise ResumeRejected(
+                f"agent {parked.agent_id!r} changed since the run parked (fingerprint "
+                f"{parked.fingerprint[:12]}… then, {resolved.snapshot.fingerprint[:12]}… now): "
+                f"its tools, plugins, plugin config or model differ; start a new run"
+            )
+        return parked, resolved
+
+    async def resume(
+        self,
+        ticket: TicketLike,
+        decision: Decision,
+        *,
+        cancel: CancellationToken | None = None,
+        on_event: EventSink | None = None,
+    ) -> RunState:
+        """Answer one ticket; see :meth:`resume_many`."""
+        return await self.resume_many([(ticket, decision)], cancel=cancel, on_event=on_event)
+
+    async def resume_many(
+        self,
+        decisions: Sequence[tuple[TicketLike, Decision]],
+        *,
+        cancel: CancellationToken | None = None,
+        on_event: EventSink | None = None,
+    ) -> RunState:
+        """Apply decisions to parked calls of one waiting run, then continue it.
+
+        Every ticket must match its stored copy field for field, be pending,
+        unexpired and due, and the agent must still resolve to the fingerprint
+        it parked with; otherwise ``ResumeRejected`` is raised and nothing
+        changes. The run stays ``WAITING`` while other tickets remain.
+        """
+        if not decisions:
+            raise ResumeRejected("no decisions given")
+        pairs = [(_parse_ticket(t), d) for t, d in decisions]
+        if self.ticket_secret is not None:
+            for ticket, _ in pairs:
+                if not ticket.verify(self.ticket_secret):
+                    raise ResumeRejected(
+                        f"ticket {ticket.ticket_id!r} has no valid signature (tampered, or "
+                        f"signed under another secret)"
+                    )
+        thread_ids = {t.thread_id for t, _ in pairs}
+        if len(thread_ids) != 1:
+            raise ResumeRejected("all tickets of one resume must belong to the same thread")
+        thread_id = thread_ids.pop()
+        async with self._lock(thread_id):
+            parked, resolved = await self._check(thread_id, [t for t, _ in pairs])
+            binding = ScopeBinding(thread_id, parked.profile_id, parked.namespace)
+            snapshot = await self.store.load(binding)
+            loop = self._new_loop(resolved, binding, parked.run_id, cancel, on_event)
+            loop.restore(snapshot, parked)
+            stored = {t.ticket_id: t for t in parked.tickets}
+            try:
+                return await loop.resume(parked, [(stored[t.ticket_id], d) for t, d in pairs])
+            except VersionConflict as exc:
+                raise ResumeRejected(f"the thread changed while resuming: {exc}") from exc
+
+    async def cancel_waiting(
+        self, thread_id: str, *, on_event: EventSink | None = None
+    ) -> RunState:
+        """End the thread's waiting run as ``Cancelled``; its parked calls get error results."""
+        async with self._lock(thread_id):
+            snapshot = await self.store.load(ScopeBinding(thread_id, "default", "default"))
+            parked = snapshot.parked
+            if parked is None:
+                raise ResumeRejected(f"thread {thread_id!r} has no waiting run to cancel")
+            resolved = self._agent(parked.agent_id)
+            binding = ScopeBinding(thread_id, parked.profile_id, parked.namespace)
+            snapshot = await self.store.load(binding)
+            loop = self._new_loop(resolved, binding, parked.run_id, None, on_event)
+            loop.restore(snapshot, parked)
+            return await loop.cancel_parked(parked)
+
+    async def run_to_completion(
+        self,
+        agent: str | ExecutableAgentSnapshot,
+        input: RunInput,
+        *,
+        on_await: OnAwait,
+        on_event: EventSink | None = None,
+        **kwargs: Any,
+    ) -> RunState:
+        """Run, answering every ticket inline with ``on_await`` until the run ends.
+
+        Scheduled calls are resumed when due (this coroutine sleeps until then).
+        If ``on_await`` returns ``None`` the run is returned still waiting.
+        """
+        state = await self.run(agent, input, on_event=on_event, **kwargs)
+        while state.phase is Phase.WAITING and state.tickets:
+            ticket = state.tickets[0]
+            decision = on_await(ticket)
+            if inspect.isawaitable(decision):
+                decision = await decision
+            if decision is None:
+                return state
+            if ticket.not_before is not None:
+                delay = (ticket.not_before - datetime.now(UTC)).total_seconds()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+            state = await self.resume(ticket, decision, on_event=on_event)
+        return state
+
+    async def stream_resume(
+        self, ticket: TicketLike, decision: Decision, **kwargs: Any
+    ) -> AsyncIterator[AgentEvent]:
+        """Resume like :meth:`resume` and yield the leg's events (RunStart ... RunFinish)."""
+        async for event in _stream(
+            lambda sink: self.resume(ticket, decision, on_event=sink, **kwargs)
+        ):
+            yield event
 
 
-_DONE = _Done()
-
-
-class AgentRuntimeBuilder:
-    """Accumulates the five registries (agents, tools, models, providers, plugins).
-
-    With ``discover=True`` (the default) plugins, tools and providers that
-    installed distributions publish under the ``awaken`` entry-point group are
-    added at :meth:`build`; what the builder registers explicitly wins over a
-    discovered item with the same id. Installed is not enabled: a discovered
-    plugin is active only for agents whose ``plugin_ids`` name it.
-    """
-
-    def __init__(self, *, discover: bool = True) -> None:
-        self._discover = discover
-        self._reg = Registries()
-        self._store: ThreadStore | None = None
-
-    @staticmethod
-    def _put(table: dict[str, Any], kind: str, item_id: str, value: Any) -> None:
-        if item_id in table:
-            raise DuplicateIdError(kind, item_id, "the builder", "the builder")
-        table[item_id] = value
-
-    def with_agent_spec(
-        self, spec: AgentConfig | dict[str, Any] | str | Path
-    ) -> AgentRuntimeBuilder:
-        """Register an agent from a config object, a dict, or a TOML/JSON/YAML file path."""
-        if isinstance(spec, (str, Path)):
-            spec = AgentConfig.from_file(spec)
-        elif isinstance(spec, dict):
-            spec = AgentConfig.from_dict(spec)
-        self._put(self._reg.agents, "agent", spec.id, spec)
-        return self
-
-    def with_agent_specs(
-        self, specs: Iterable[AgentConfig | dict[str, Any] | str | Path]
-    ) -> AgentRuntimeBuilder:
-        """Register several agents."""
-        for spec in specs:
-            self.with_agent_spec(spec)
-        return self
-
-    def with_tool(self, tool: Tool | Callable[..., Any]) -> AgentRuntimeBuilder:
-        """Register a tool (a plain function is wrapped with ``@tool``)."""
-        if not isinstance(tool, Tool):
-            tool = FunctionTool(tool)
-        self._put(self._reg.tools, "tool", tool.descriptor.id, tool)
-        return self
-
-    def with_model(self, spec: ModelSpec) -> AgentRuntimeBuilder:
-        """Register a model spec under its id."""
-        self._put(self._reg.models, "model", spec.id, spec)
-        return self
-
-    def with_provider(self, provider_id: str, executor: LlmExecutor) -> AgentRuntimeBuilder:
-        """Register a model provider (an :class:`LlmExecutor`)."""
-        self._put(self._reg.providers, "provider", provider_id, executor)
-        return self
-
-    def with_plugin(self, plugin: Plugin) -> AgentRuntimeBuilder:
-        """Register a plugin under its manifest id."""
-        if not isinstance(plugin, Plugin):
-            raise TypeError(f"{plugin!r} is not a Plugin: it needs a manifest and resolve(config)")
-        self._put(self._reg.plugins, "plugin", plugin.manifest.id, plugin)
-        return self
-
-    def with_store(self, store: ThreadStore) -> AgentRuntimeBuilder:
-        """Use ``store`` for threads (default: a fresh :class:`InMemoryStore`)."""
-        self._store = store
-        return self
-
-    def build(self) -> Runtime:
-        """Freeze the registries (merging discovered items) and return a :class:`Runtime`."""
-        reg = Registries(
-            agents=dict(self._reg.agents),
-            tools=dict(self._reg.tools),
-            models=dict(self._reg.models),
-            providers=dict(self._reg.providers),
-            plugins=dict(self._reg.plugins),
-        )
-        found: Discovery | None = None
-        if self._discover:
-            found = discover()
-            for kind in ("plugins", "tools", "providers"):
-                table = getattr(reg, kind)
-                for item_id, item in getattr(found, kind).items():
-                    table.setdefault(item_id, item.value)
-            for (kind, item_id), err in found.duplicates.items():
-                if kind == "plugins" and item_id not in reg.plugins:
-                    reg.unavailable_plugins[item_id] = err
-            for failure in found.failures:
-                for name in (failure.source, failure.distribution):
-                    if name and name not in reg.plugins:
-                        reg.unavailable_plugins.setdefault(name, failure)
-        return Runtime(reg, store=self._store, discovery=found)
+async def _stream(
+    start: Callable[[EventSink], Coroutine[Any, Any, RunState]],
+) -> AsyncIterator[AgentEvent]:
+    """Run ``start(sink)`` as a task and yield what it emits until ``RunFinish``."""
+    queue: asyncio.Queue[AgentEvent | None] = asyncio.Queue()
+    task = asyncio.ensure_future(start(queue.put_nowait))
+    task.add_done_callback(lambda _t: queue.put_nowait(None))
+    try:
+        while True:
+            item = await queue.get()
+            if item is None:
+                await task  # re-raises what the run raised
+                return
+            yield item
+            if isinstance(item, RunFinish):
+                await task
+                return
+    finally:
+        if not task.done():
+            task.cancel()

@@ -21,6 +21,7 @@ from ._failures import EndCause, Phase
 from ._messages import Message
 from ._models import TokenUsage
 from ._state import Command, CommittedBatch, Scope, StoreKey, apply_command
+from ._suspension import ParkedRun
 
 __all__ = [
     "InMemoryStore",
@@ -72,6 +73,8 @@ class ThreadSnapshot:
     messages: list[Message]
     state: dict[StoreKey, Any]
     version: int
+    parked: ParkedRun | None = None
+    """The run waiting for decisions on this thread, if any."""
 
 
 @runtime_checkable
@@ -89,8 +92,12 @@ class ThreadStore(Protocol):
         messages: Sequence[Message],
         batches: Sequence[CommittedBatch],
         run_record: RunRecord | None = None,
+        parked: ParkedRun | None = None,
     ) -> int:
-        """Append atomically; raise ``VersionConflict`` if the version moved."""
+        """Append atomically; raise ``VersionConflict`` if the version moved.
+
+        ``parked`` replaces the thread's parked-run record (``None`` clears it).
+        """
         ...
 
 
@@ -110,6 +117,7 @@ class _Thread:
     batches: list[CommittedBatch] = field(default_factory=list)
     state: dict[StoreKey, Any] = field(default_factory=dict)
     version: int = 0
+    parked: ParkedRun | None = None
 
 
 class InMemoryStore:
@@ -146,7 +154,9 @@ class InMemoryStore:
         state = dict(thread.state)
         state.update(self._scoped.get((Scope.PROFILE, binding.profile_id), {}))
         state.update(self._scoped.get((Scope.SHARED, binding.namespace), {}))
-        return ThreadSnapshot(binding.thread_id, list(thread.messages), state, thread.version)
+        return ThreadSnapshot(
+            binding.thread_id, list(thread.messages), state, thread.version, thread.parked
+        )
 
     async def commit(
         self,
@@ -155,6 +165,7 @@ class InMemoryStore:
         messages: Sequence[Message],
         batches: Sequence[CommittedBatch],
         run_record: RunRecord | None = None,
+        parked: ParkedRun | None = None,
     ) -> int:
         """Append messages and batches if the thread is still at ``expected_version``."""
         async with self._lock:
@@ -171,6 +182,7 @@ class InMemoryStore:
                     self._apply(binding, thread, command)
             if run_record is not None:
                 self.runs[run_record.run_id] = run_record
+            thread.parked = parked
             thread.version += 1
             return thread.version
 

@@ -1,0 +1,295 @@
+"""Phase execution shared by every leg of a run: hooks, bound checks, commits.
+
+Every phase gathers the commands its producers staged, checks each against
+the producing plugin's capability bound, and commits them as one batch. The
+thread store receives whole steps (see ``AgentLoop``); ``PhaseRunner`` owns
+the state engine, the transcript and the checkpoint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ._cancel import CancellationToken
+from ._context import CONTEXT_MESSAGES, TOOL_FILTER
+from ._errors import CapabilityBoundError, StateConflictError
+from ._events import AgentEvent
+from ._failures import Cancelled, EndCause, Error, PluginFailure, StateConflictFailure, Stopped
+from ._messages import Message
+from ._models import TokenUsage
+from ._plugin import HookReaction, PhaseContext, PhaseHookPoint, RunInfo
+from ._request import RequestAssembler
+from ._resolve import ResolvedAgent
+from ._state import Command, CommittedBatch, Scope, StagedCommand, StateEngine
+from ._suspension import ParkedRun
+from ._thread_store import RunRecord, ScopeBinding, ThreadStore
+from ._tools import Tool
+from ._transcript import Transcript
+
+__all__ = ["RUNTIME", "End", "PhaseRunner", "fail"]
+
+log = logging.getLogger("awaken_runtime")
+
+RUNTIME = "runtime"
+"""Producer name of commands the loop itself stages."""
+
+Emit = Callable[[AgentEvent], None]
+_NO_MESSAGES: list[Message] = []
+# Module constants: enum attribute access is slow on the per-step path.
+_AFTER_TOOL = PhaseHookPoint.AFTER_TOOL
+_RUN = Scope.RUN
+
+
+class End(Exception):
+    """Internal: unwinds the loop with an end cause."""
+
+    def __init__(self, cause: EndCause) -> None:
+        self.cause = cause
+
+
+def fail(failure: Any) -> End:
+    """An :class:`End` carrying ``Error(failure)``."""
+    return End(Error(failure=failure))
+
+
+class PhaseRunner:
+    """State, transcript and phase machinery of one run (see ``AgentLoop``)."""
+
+    def __init__(
+        self,
+        agent: ResolvedAgent,
+        store: ThreadStore,
+        binding: ScopeBinding,
+        run_id: str,
+        *,
+        cancel: CancellationToken | None = None,
+        emit: Emit | None = None,
+    ) -> None:
+        self.agent = agent
+        self.config = agent.snapshot.config
+        self.store = store
+        self.binding = binding
+        self.run_id = run_id
+        self.cancel = cancel or CancellationToken()
+        self.emit = emit
+        self.engine = StateEngine()
+        self.transcript = Transcript()
+        self.version = 0
+        self.step = 0
+        self.usage = TokenUsage()
+        self.cost: float | None = None
+        self.step_usage = TokenUsage()
+        self.step_delta: list[Command] = []
+        self.pending: list[CommittedBatch] = []
+        self.persisted: list[Message] = []
+        self.final_text = ""
+        self.stop_reason: str | None = None
+        self.assembler = RequestAssembler(self.config.instructions)
+        self.tools: dict[str, Tool] = dict(agent.tools)
+        self.visible: set[str] | None = None
+        self._seq = 0
+        self._hooks = agent.hooks
+        self.tool_owner: dict[str, str] = dict(agent.tool_owner)
+        self._all_descriptors = [t.descriptor for t in self.tools.values()]
+
+    def refresh_descriptors(self) -> None:
+        """Recompute the tool list after tools were added (dynamic tools)."""
+        self._all_descriptors = [t.descriptor for t in self.tools.values()]
+
+    # -- events ------------------------------------------------------------
+
+    def _next_seq(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    def _info(self) -> RunInfo:
+        return RunInfo(
+            run_id=self.run_id,
+            thread_id=self.binding.thread_id,
+            agent_id=self.config.id,
+            profile_id=self.binding.profile_id,
+            namespace=self.binding.namespace,
+            step=self.step,
+        )
+
+    # -- committing --------------------------------------------------------
+
+    def _check_bound(self, plugin_id: str, command: Command) -> None:
+        bound = self.agent.bounds[plugin_id]
+        if command.key == CONTEXT_MESSAGES and command.scope is _RUN:
+            value = getattr(command.action, "value", None) or {}
+            bands = {str(entry.get("band")) for entry in value.values() if isinstance(entry, dict)}
+            allowed = {b.value for b in bound.context_bands}
+            if not allowed or not bands <= allowed:
+                extra = ", ".join(sorted(bands - allowed)) or "any band"
+                raise CapabilityBoundError(
+                    plugin_id, f"context_bands {{{extra}}}", f"injects context into {extra}"
+                )
+            return
+        if command.key == TOOL_FILTER and command.scope is _RUN:
+            value = getattr(command.action, "value", None) or {}
+            if not bound.narrows_tools or set(value) - {plugin_id}:
+                raise CapabilityBoundError(
+                    plugin_id, "narrows_tools=True", "narrows tools (only its own filter entry)"
+                )
+            return
+        if not bound.allows_key(command.scope, command.key):
+            raise CapabilityBoundError(
+                plugin_id,
+                f"state key {command.scope.value}:{command.key}",
+                f"writes {command.scope.value}:{command.key!r}",
+            )
+
+    def _stage(
+        self,
+        batch: list[StagedCommand],
+        producer: str,
+        plugin_id: str | None,
+        cmds: Sequence[Command],
+    ) -> None:
+        for command in cmds:
+            if plugin_id is not None:
+                self._check_bound(plugin_id, command)
+            batch.append(StagedCommand(producer, command))
+
+    def _commit(self, phase: str, batch: list[StagedCommand]) -> None:
+        if not batch:
+            return
+        try:
+            committed = self.engine.commit(phase, batch)
+        except StateConflictError as exc:
+            raise fail(
+                StateConflictFailure(
+                    key=exc.key, scope=exc.scope, producers=exc.producers, message=str(exc)
+                )
+            ) from exc
+        if committed is not None:
+            self.pending.append(committed)
+            self.step_delta.extend(c for _p, c in committed.entries)
+
+    async def _checkpoint(
+        self, record: RunRecord | None = None, parked: ParkedRun | None = None, force: bool = False
+    ) -> None:
+        messages = self.transcript.uncommitted()
+        if not (messages or self.pending or record or parked or force):
+            return
+        self.version = await self.store.commit(
+            self.binding, self.version, messages, self.pending, record, parked
+        )
+        self.transcript.mark_committed()
+        self.persisted.extend(messages)
+        self.pending = []
+
+    # -- hooks ---------------------------------------------------------------
+
+    def _ctx(self, point: PhaseHookPoint | str, plugin_id: str, **extra: Any) -> PhaseContext:
+        return PhaseContext(
+            point=point,
+            store=self.engine.store,
+            run=self._info(),
+            messages=self.transcript.view(),
+            plugin_id=plugin_id,
+            **extra,
+        )
+
+    async def _call_all(
+        self, label: str, calls: list[tuple[str, Callable[[], Any]]]
+    ) -> list[tuple[str, Any]]:
+        """Run producer callables concurrently; results in producer order."""
+
+        async def one(plugin_id: str, fn: Callable[[], Any]) -> Any:
+            try:
+                result = fn()
+                if inspect.isawaitable(result):
+                    result = await result
+                return result
+            except End:
+                raise
+            except Exception as exc:
+                log.exception("plugin %r raised in %s", plugin_id, label)
+                raise fail(
+                    PluginFailure(
+                        plugin_id=plugin_id,
+                        hook=label,
+                        message=f"{type(exc).__name__}: {exc}",
+                    )
+                ) from exc
+
+        if len(calls) == 1:
+            pid, fn = calls[0]
+            return [(pid, await one(pid, fn))]
+        results = await asyncio.gather(*(one(pid, fn) for pid, fn in calls))
+        return [(pid, r) for (pid, _fn), r in zip(calls, results, strict=True)]
+
+    def _collect(
+        self,
+        point: PhaseHookPoint | str,
+        reactions: list[tuple[str, Any]],
+        batch: list[StagedCommand],
+        allow_messages: bool = False,
+    ) -> list[Message]:
+        messages: list[Message] = []
+        for plugin_id, reaction in reactions:
+            if reaction is None:
+                continue
+            if not isinstance(reaction, HookReaction):
+                raise fail(
+                    PluginFailure(
+                        plugin_id=plugin_id,
+                        hook=str(point),
+                        message=f"returned {type(reaction).__name__}; "
+                        "return a HookReaction or None",
+                    )
+                )
+            if reaction.messages:
+                if not allow_messages:
+                    raise fail(
+                        PluginFailure(
+                            plugin_id=plugin_id,
+                            hook=str(point),
+                            message="returned transcript messages; only AFTER_TOOL hooks may "
+                            "(use inject(ContextMessage(...)) for request-only context)",
+                        )
+                    )
+                messages.extend(reaction.messages)
+            self._stage(batch, plugin_id, plugin_id, reaction.commands)
+            if reaction.stop and self.stop_reason is None:
+                self.stop_reason = f"{plugin_id}: {reaction.stop}"
+        return messages
+
+    async def _phase(
+        self,
+        point: PhaseHookPoint,
+        batch: list[StagedCommand] | None = None,
+        **extra: Any,
+    ) -> list[Message]:
+        """Run the hooks of ``point`` on one snapshot and commit once."""
+        hooks = self._hooks.get(point)
+        if not hooks:
+            if batch:
+                self._commit(point, batch)
+            return _NO_MESSAGES
+        batch = batch if batch is not None else []
+        messages: list[Message] = []
+        if hooks:
+            reactions = await self._call_all(
+                point.name,
+                [(pid, _bind(hook, self._ctx(point, pid, **extra))) for pid, hook in hooks],
+            )
+            messages = self._collect(point, reactions, batch, allow_messages=point is _AFTER_TOOL)
+        self._commit(point, batch)
+        return messages
+
+    def _boundary(self) -> None:
+        if self.cancel.cancelled:
+            raise End(Cancelled())
+        if self.stop_reason is not None:
+            raise End(Stopped(reason=self.stop_reason))
+
+
+def _bind(fn: Callable[[Any], Any], arg: Any) -> Callable[[], Any]:
+    return lambda: fn(arg)
