@@ -59,6 +59,11 @@ class AgentConfig(BaseModel):
             text = p.read_text(encoding="utf-8")
         except OSError as exc:
             raise AgentConfigError(f"cannot read agent file {str(p)!r}: {exc.strerror}") from None
+        except UnicodeDecodeError as exc:
+            raise AgentConfigError(
+                f"cannot read agent file {str(p)!r}: not UTF-8 text ({exc.reason} at byte "
+                f"{exc.start}); save it as UTF-8"
+            ) from None
         suffix = p.suffix.lower()
         try:
             if suffix == ".toml":

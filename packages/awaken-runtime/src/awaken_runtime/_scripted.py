@@ -86,12 +86,17 @@ class ScriptedExecutor:
                 f"scripted model has {len(self.turns)} turns and was asked for turn "
                 f"{self._next + 1}; add turns or pass repeat=True"
             )
-        source = self.turns[self._next % len(self.turns)]
+        cycle, index = divmod(self._next, len(self.turns))
+        source = self.turns[index]
         self._next += 1
         if callable(source) and not isinstance(source, ScriptedTurn):
             source = source(request)
         if isinstance(source, str):
             return ScriptedTurn(text=source)
+        if cycle and source.tool_calls:
+            # A repeated turn gets fresh call ids: ids must be unique within a thread.
+            calls = [c.model_copy(update={"id": new_id("call_")}) for c in source.tool_calls]
+            return source.model_copy(update={"tool_calls": calls})
         return source
 
     async def stream(

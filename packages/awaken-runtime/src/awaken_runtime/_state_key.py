@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
@@ -94,7 +95,8 @@ class StateKey(Generic[T]):
                     f"state key {self.scope.value}:{self.key!r} has no value and no default; "
                     f"pass default= when declaring the StateKey"
                 )
-            return self.default
+            # A copy: callers may modify what they read (read-modify-write).
+            return copy.deepcopy(self.default)
         return self._validate(raw, "stored value of")
 
     def set(self, value: T) -> Command:

@@ -27,7 +27,8 @@ class ToolDescriptor(BaseModel):
     """Model-visible metadata of a tool. It carries no executable handle."""
 
     model_config = ConfigDict(frozen=True)
-    id: str = Field(pattern=r"^[A-Za-z0-9_\-.]{1,128}$")
+    id: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    """Letters, digits, ``_`` and ``-``, at most 64 (what provider function names allow)."""
     description: str = ""
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
     content_hash: str = ""
