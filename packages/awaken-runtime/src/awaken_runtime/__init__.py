@@ -10,6 +10,7 @@ from ._cancel import CancellationToken
 from ._config import AgentConfig
 from ._context import CONTEXT_MESSAGES, TOOL_FILTER, Band, ContextMessage, ToolFilter, inject
 from ._discovery import Discovered, Discovery, discover
+from ._effects import ActionHandler, Effect, EffectHandler, ScheduledAction
 from ._errors import (
     AgentConfigError,
     AwakenError,
@@ -106,6 +107,7 @@ from ._state import (
     replay,
 )
 from ._state_key import FoldStateKey, StateKey
+from ._stop import LoopDetection, StopConditionHook, StopConfig
 from ._suspension import (
     Approve,
     Decision,
@@ -127,6 +129,7 @@ __version__ = "0.1.0"
 __all__ = [
     "CONTEXT_MESSAGES",
     "TOOL_FILTER",
+    "ActionHandler",
     "AgentConfig",
     "AgentConfigError",
     "AgentEvent",
@@ -155,6 +158,8 @@ __all__ = [
     "Discovered",
     "Discovery",
     "DuplicateIdError",
+    "Effect",
+    "EffectHandler",
     "EndCause",
     "Error",
     "ExecutableAgentSnapshot",
@@ -172,6 +177,7 @@ __all__ = [
     "KeepLast",
     "Key",
     "LlmExecutor",
+    "LoopDetection",
     "MaxSteps",
     "MergePolicy",
     "Message",
@@ -207,6 +213,7 @@ __all__ = [
     "RunState",
     "Runtime",
     "Schedule",
+    "ScheduledAction",
     "Scope",
     "ScopeBinding",
     "ScriptExhausted",
@@ -224,6 +231,8 @@ __all__ = [
     "Steer",
     "StepEnd",
     "StepStart",
+    "StopConditionHook",
+    "StopConfig",
     "Stopped",
     "Store",
     "StreamDelta",

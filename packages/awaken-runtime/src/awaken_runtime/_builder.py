@@ -115,8 +115,8 @@ class AgentRuntimeBuilder:
                 for item_id, item in getattr(found, kind).items():
                     table.setdefault(item_id, item.value)
             for (kind, item_id), err in found.duplicates.items():
-                if kind == "plugins" and item_id not in reg.plugins:
-                    reg.unavailable_plugins[item_id] = err
+                if item_id not in getattr(reg, kind):
+                    getattr(reg, f"unavailable_{kind}")[item_id] = err
             for failure in found.failures:
                 for name in (failure.source, failure.distribution):
                     if name and name not in reg.plugins:

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ._errors import AgentConfigError
 from ._models import InferenceParams
+from ._stop import StopConfig
 from ._transcript import ContextPolicy, KeepAll
 
 __all__ = ["AgentConfig"]
@@ -34,6 +35,8 @@ class AgentConfig(BaseModel):
     max_steps: int = Field(default=32, ge=1)
     delegates: list[str] = Field(default_factory=list)
     params: InferenceParams = Field(default_factory=InferenceParams)
+    stop: StopConfig = Field(default_factory=StopConfig)
+    """Stop conditions evaluated at every StepEnd."""
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, source: str = "agent config") -> AgentConfig:

@@ -8,6 +8,7 @@ from typing import Any, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ._effects import Effect
 from ._messages import Message
 from ._tools import ToolOutput
 
@@ -40,6 +41,8 @@ class AwaitReason(enum.StrEnum):
 class _Decision(BaseModel):
     model_config = ConfigDict(frozen=True)
     rank: int = Field(default=0, exclude=True)
+    effects: list[Effect] = Field(default_factory=list)
+    """Side effects to run once the call's outcome is committed."""
 
 
 class Block(_Decision):

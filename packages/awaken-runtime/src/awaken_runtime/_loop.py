@@ -10,17 +10,13 @@ got (with the parked-run record), and a resume continues that same step.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from datetime import datetime
-from typing import Any, Literal
+from collections.abc import Sequence
 
 from pydantic_core import to_json
 
-from ._context import CONTEXT_MESSAGES, TOOL_FILTER, visible_tools
-from ._errors import CapabilityBoundError, ToolError
-from ._events import RunFinish, RunStart, StepEnd, StepStart, TextDelta, ToolCallDone, ToolCallReady
+from ._context import CONTEXT_MESSAGES, TOOL_FILTER
+from ._errors import CapabilityBoundError
+from ._events import RunFinish, RunStart, StepEnd, StepStart
 from ._failures import (
     Cancelled,
     CapabilityBoundFailure,
@@ -30,16 +26,16 @@ from ._failures import (
     MaxSteps,
     NaturalEnd,
     Phase,
-    ProviderFailure,
-    ToolFailure,
+    Stopped,
 )
-from ._gates import AwaitReason, Block, Schedule, ShortCircuit, Steer, Suspend, strongest
-from ._messages import Message, ToolCall, new_id
-from ._models import InferenceRequest, InferenceResponse, StreamDelta, TokenUsage
-from ._phases import RUNTIME, End, PhaseRunner, fail, log
-from ._plugin import PhaseContext, PhaseHookPoint
+from ._gates import Steer
+from ._messages import Message, new_id
+from ._models import TokenUsage
+from ._phases import RUNTIME, End, log
+from ._plugin import PhaseHookPoint
 from ._run_state import RunState
-from ._state import Command, Scope, StagedCommand
+from ._state import Command, MergePolicy, Scope, StagedCommand
+from ._stop import StopTracker
 from ._suspension import (
     Approve,
     Decision,
@@ -48,15 +44,14 @@ from ._suspension import (
     Replay,
     Respond,
     ResumeTicket,
-    SuspendCall,
 )
 from ._thread_store import RunRecord, ThreadSnapshot
-from ._tools import ToolCallContext, ToolOutput
+from ._tool_calls import ToolCallRunner, bind, with_plugin
+from ._tools import ToolOutput
 from ._transcript import Transcript
 
 __all__ = ["AgentLoop"]
 
-Outcome = Literal["success", "error", "blocked", "short_circuit", "suspended"]
 _RUN_START = PhaseHookPoint.RUN_START
 _STEP_START = PhaseHookPoint.STEP_START
 _BEFORE_INFERENCE = PhaseHookPoint.BEFORE_INFERENCE
@@ -65,258 +60,15 @@ _AFTER_TOOL = PhaseHookPoint.AFTER_TOOL
 _STEP_END = PhaseHookPoint.STEP_END
 _RUN_END = PhaseHookPoint.RUN_END
 _RUN = Scope.RUN
+# The plugins' context/filter writes are COMMUTATIVE: the clear must match to share a batch.
+_COMM = MergePolicy.COMMUTATIVE
 
 
-@dataclass(slots=True)
-class _Parked:
-    """A call waiting for a decision, before it becomes a ticket."""
-
-    call: ToolCall
-    reason: AwaitReason
-    payload: dict[str, Any]
-    deadline: datetime | None = None
-    not_before: datetime | None = None
-
-
-class AgentLoop(PhaseRunner):
+class AgentLoop(ToolCallRunner):
     """Drives one run (or one resumed leg of a run) of an agent over a thread."""
 
     ticket_secret: bytes | None = None
-    _parked: list[_Parked]
     _open_step = False
-
-    # -- inference -------------------------------------------------------------
-
-    def _base_request(self) -> InferenceRequest:
-        """The request as it would be without any context entries or tool filters."""
-        window = self.transcript.window(self.config.context_policy)
-        return InferenceRequest(
-            model=self.agent.snapshot.model,
-            messages=self.assembler.messages(window, self.transcript.last_user_index, []),
-            tools=self._all_descriptors,
-            params=self.config.params,
-            run_id=self.run_id,
-            step=self.step,
-        )
-
-    def _request(self) -> InferenceRequest:
-        store = self.engine.store
-        filters = store.get_value(TOOL_FILTER, _RUN)
-        entries = self.assembler.entries(store.get_value(CONTEXT_MESSAGES, _RUN), self.step)
-        window = self.transcript.window(self.config.context_policy)
-        messages = self.assembler.messages(window, self.transcript.last_user_index, entries)
-        if filters:
-            ids = visible_tools(self.tools, filters)
-            self.visible = set(ids)
-            tools = [self.tools[i].descriptor for i in ids]
-        else:
-            self.visible = None
-            tools = self._all_descriptors
-        return InferenceRequest(
-            model=self.agent.snapshot.model,
-            messages=messages,
-            tools=tools,
-            params=self.config.params,
-            run_id=self.run_id,
-            step=self.step,
-        )
-
-    async def _infer(self, request: InferenceRequest) -> InferenceResponse:
-        response: InferenceResponse | None = None
-        emit = self.emit
-        model = self.agent.snapshot.model
-        token = self.cancel
-        token.arm()
-        try:
-            async for item in self.agent.executor.stream(request):
-                if isinstance(item, StreamDelta):
-                    if emit is not None:
-                        emit(
-                            TextDelta(
-                                seq=self._next_seq(),
-                                run_id=self.run_id,
-                                channel=item.channel,
-                                delta=item.text,
-                            )
-                        )
-                    if token.cancelled:
-                        raise End(Cancelled())
-                else:
-                    response = item
-        except End:
-            raise
-        except asyncio.CancelledError:
-            raise self._interrupted() from None
-        except Exception as exc:
-            raise fail(
-                ProviderFailure(
-                    provider=model.provider,
-                    model=model.model,
-                    message=f"{type(exc).__name__}: {exc}",
-                )
-            ) from exc
-        finally:
-            token.disarm()
-        if response is None:
-            raise fail(
-                ProviderFailure(
-                    provider=model.provider,
-                    model=model.model,
-                    message="the provider's stream ended without a final response",
-                )
-            )
-        return response
-
-    def _interrupted(self) -> BaseException:
-        """Turn a CancelledError raised inside an armed await into a Cancelled end."""
-        task = asyncio.current_task()
-        if self.cancel.cancelled and task is not None:
-            task.uncancel()
-            return End(Cancelled())
-        return asyncio.CancelledError()
-
-    # -- tools -----------------------------------------------------------------
-
-    def _emit_done(self, call: ToolCall, content: str, outcome: Outcome) -> None:
-        if self.emit is not None:
-            self.emit(
-                ToolCallDone(
-                    seq=self._next_seq(),
-                    run_id=self.run_id,
-                    call_id=call.id,
-                    output=content,
-                    outcome=outcome,
-                )
-            )
-
-    async def _gate(self, call: ToolCall) -> Block | Suspend | ShortCircuit | Schedule | None:
-        if call.name not in self.tools:
-            names = ", ".join(sorted(self.visible or self.tools)) or "none"
-            return Block(reason=f"Unknown tool '{call.name}'. Available tools: {names}.")
-        if self.visible is not None and call.name not in self.visible:
-            return Block(reason=f"Tool '{call.name}' is not available at this step.")
-        gates = self.agent.gates
-        if not gates:
-            return None
-        ctx = self._ctx("tool_gate", "", tool_call=call)
-        results = await self._call_all(
-            "TOOL_GATE", [(pid, _bind2(gate, _with_plugin(ctx, pid), call)) for pid, gate in gates]
-        )
-        return strongest([r for _pid, r in results])
-
-    async def _execute(self, call: ToolCall) -> ToolOutput:
-        tool = self.tools[call.name]
-        if call.parse_error is not None:
-            return ToolOutput.error(f"Invalid arguments for tool '{call.name}': {call.parse_error}")
-        ctx = ToolCallContext(
-            store=self.engine.store,
-            run_id=self.run_id,
-            thread_id=self.binding.thread_id,
-            call_id=call.id,
-            tool_id=call.name,
-            cancel=self.cancel,
-            profile_id=self.binding.profile_id,
-        )
-        token = self.cancel
-        token.arm()
-        try:
-            output = await tool.call(call.arguments, ctx)
-        except (ToolError, SuspendCall):
-            raise
-        except asyncio.CancelledError:
-            raise self._interrupted() from None
-        except Exception as exc:
-            log.exception("tool %r raised (call %s)", call.name, call.id)
-            return ToolOutput.error(f"Tool '{call.name}' failed: {type(exc).__name__}: {exc}")
-        finally:
-            token.disarm()
-        if not isinstance(output, ToolOutput):
-            raise fail(
-                ToolFailure(
-                    tool_id=call.name,
-                    call_id=call.id,
-                    message=f"returned {type(output).__name__}; tools must return a ToolOutput",
-                )
-            )
-        return output
-
-    async def _tool_call(self, call: ToolCall, *, approved: bool = False) -> None:
-        """Gate, execute and record one call, or park it."""
-        if self.emit is not None:
-            self.emit(
-                ToolCallReady(
-                    seq=self._next_seq(),
-                    run_id=self.run_id,
-                    call_id=call.id,
-                    name=call.name,
-                    arguments=call.arguments,
-                )
-            )
-        decision = await self._gate(call)
-        if approved and isinstance(decision, (Suspend, Schedule)):
-            decision = None  # a human approved this call: gates may still block it
-        if isinstance(decision, Suspend):
-            self._park(_Parked(call, decision.await_reason, dict(decision.payload)))
-            return
-        if isinstance(decision, Schedule):
-            self._park(
-                _Parked(
-                    call,
-                    AwaitReason.SCHEDULED_ACTION,
-                    {"at": decision.at.isoformat()},
-                    not_before=decision.at,
-                )
-            )
-            return
-        batch: list[StagedCommand] = []
-        if isinstance(decision, Block):
-            await self._record(call, ToolOutput.error(decision.reason), "blocked", batch)
-            return
-        if isinstance(decision, ShortCircuit):
-            await self._record(call, decision.output, "short_circuit", batch)
-            return
-        observers = self.agent.observers
-        if observers:
-            ctx = self._ctx("before_tool_execute", "", tool_call=call)
-            reactions = await self._call_all(
-                "TOOL_OBSERVER", [(pid, _bind(o, _with_plugin(ctx, pid))) for pid, o in observers]
-            )
-            self._collect("before_tool_execute", reactions, batch)
-        try:
-            output = await self._execute(call)
-        except ToolError as exc:
-            raise fail(ToolFailure(tool_id=call.name, call_id=call.id, message=str(exc))) from exc
-        except SuspendCall as signal:
-            self._commit("before_tool_execute", batch)
-            self._park(_Parked(call, signal.await_reason, signal.payload, signal.deadline))
-            return
-        self._stage(batch, call.id, self.tool_owner.get(call.name), output.state)
-        await self._record(call, output, "error" if output.is_error else "success", batch)
-
-    async def _record(
-        self, call: ToolCall, output: ToolOutput, outcome: Outcome, batch: list[StagedCommand]
-    ) -> None:
-        """Append the tool result, run AFTER_TOOL hooks and commit the call's batch."""
-        if self.cancel.cancelled:
-            raise End(Cancelled())
-        self.transcript.append(
-            Message(
-                id=new_id(),
-                role="tool",
-                content=output.content,
-                tool_call_id=call.id,
-                name=call.name,
-                metadata={"is_error": True} if output.is_error else {},
-            )
-        )
-        extra = await self._phase(_AFTER_TOOL, batch, tool_call=call, tool_output=output)
-        for message in extra:
-            self.transcript.append(message)
-        self._emit_done(call, output.content, outcome)
-
-    def _park(self, parked: _Parked) -> None:
-        self._parked.append(parked)
-        self._emit_done(parked.call, "", "suspended")
 
     # -- guards ----------------------------------------------------------------
 
@@ -327,7 +79,7 @@ class AgentLoop(PhaseRunner):
         ctx = self._ctx("run_end_guard", "")
         for pid, guard in guards:
             ((_, decision),) = await self._call_all(
-                "RUN_END_GUARD", [(pid, _bind(guard, _with_plugin(ctx, pid)))]
+                "RUN_END_GUARD", [(pid, bind(guard, with_plugin(ctx, pid)))]
             )
             if isinstance(decision, Steer):
                 return decision
@@ -341,6 +93,8 @@ class AgentLoop(PhaseRunner):
         self._open_step = True
         self.step_usage = TokenUsage()
         self.step_delta = []
+        if self._stop is not None:
+            self._stop.start_step()
         if self.emit is not None:
             self.emit(StepStart(seq=self._next_seq(), run_id=self.run_id, step=self.step))
         await self._phase(_STEP_START)
@@ -349,6 +103,8 @@ class AgentLoop(PhaseRunner):
             await self._phase(_BEFORE_INFERENCE, request=self._base_request())
             self._boundary()
         response = await self._infer(self._request())
+        if self._stop is not None:
+            self._stop.on_text(response.text)
         self.step_usage = response.usage
         self.usage = self.usage + response.usage
         step_cost = self.agent.snapshot.model.cost(response.usage)
@@ -367,13 +123,15 @@ class AgentLoop(PhaseRunner):
         store = self.engine.store
         for key in (CONTEXT_MESSAGES, TOOL_FILTER):
             if (_RUN, key) in store:
-                clear.append(StagedCommand(RUNTIME, Command.remove(key, scope=_RUN)))
+                clear.append(StagedCommand(RUNTIME, Command.remove(key, scope=_RUN, merge=_COMM)))
         await self._phase(_AFTER_INFERENCE, clear, response=response)
         self._boundary()
         if response.tool_calls:
             for call in response.tool_calls:
                 await self._tool_call(call)
                 self._boundary()
+            if not self._parked:
+                self._release_held()
             return None
         self.final_text = response.text
         steer = await self._guards()
@@ -400,9 +158,33 @@ class AgentLoop(PhaseRunner):
                 )
             )
         self._boundary()
+        if outcome is None and self._stop is not None:
+            reason = self._stop.check(self.usage.total_tokens, self.cost)
+            if reason is None:
+                reason = await self._plugin_stop()
+            if reason is not None:
+                return Stopped(reason=reason)
         if outcome is None and self.step >= self.config.max_steps:
             outcome = MaxSteps(max_steps=self.config.max_steps)
         return outcome
+
+    async def _plugin_stop(self) -> str | None:
+        hooks = self.agent.stop_conditions
+        if not hooks:
+            return None
+        ctx = self._ctx("stop_condition", "")
+        results = await self._call_all(
+            "STOP_CONDITION", [(pid, bind(h, with_plugin(ctx, pid))) for pid, h in hooks]
+        )
+        for pid, reason in results:
+            if reason:
+                return f"{pid}: {reason}"
+        return None
+
+    def _track_stops(self) -> None:
+        config = self.config.stop
+        wanted = not config.empty or bool(self.agent.stop_conditions)
+        self._stop = StopTracker(config) if wanted else None
 
     async def _drive(self, outcome: EndCause | None = None, *, first: bool = False) -> RunState:
         """Continue stepping until the run ends or parks, then finish."""
@@ -443,7 +225,9 @@ class AgentLoop(PhaseRunner):
         """Start a run on a loaded thread and drive it to an end or a park."""
         self.cancel.attach()
         self._parked = []
+        self._held = []
         self._resumed = False
+        self._track_stops()
         self.version = snapshot.version
         self.engine.data.update(snapshot.state)
         self.transcript = Transcript(snapshot.messages)
@@ -460,17 +244,16 @@ class AgentLoop(PhaseRunner):
             return await self._finish(_bound_failure(exc))
         return await self._drive()
 
-    async def _park_run(self) -> RunState:
-        snapshot_id = new_id("snap_")
-        fingerprint = self.agent.snapshot.fingerprint
-        tickets = list(self._kept_tickets)
+    def _ticket_parked_calls(self, snapshot_id: str) -> list[ResumeTicket]:
+        """Turn the calls parked so far into tickets (and forget them as parked)."""
+        tickets = []
         for parked in self._parked:
             ticket = ResumeTicket(
                 ticket_id=new_id("tkt_"),
                 run_id=self.run_id,
                 thread_id=self.binding.thread_id,
                 snapshot_id=snapshot_id,
-                fingerprint=fingerprint,
+                fingerprint=self.agent.snapshot.fingerprint,
                 await_reason=parked.reason,
                 call=parked.call,
                 payload=parked.payload,
@@ -480,10 +263,14 @@ class AgentLoop(PhaseRunner):
             if self.ticket_secret is not None:
                 ticket = ticket.signed(self.ticket_secret)
             tickets.append(ticket)
-        record = ParkedRun(
+        self._parked = []
+        return tickets
+
+    def _parked_record(self, snapshot_id: str, tickets: list[ResumeTicket]) -> ParkedRun:
+        return ParkedRun(
             run_id=self.run_id,
             agent_id=self.config.id,
-            fingerprint=fingerprint,
+            fingerprint=self.agent.snapshot.fingerprint,
             snapshot_id=snapshot_id,
             thread_id=self.binding.thread_id,
             profile_id=self.binding.profile_id,
@@ -494,21 +281,28 @@ class AgentLoop(PhaseRunner):
             cost=self.cost,
             run_state=[(k, v) for (s, k), v in self.engine.data.items() if s is _RUN],
             tickets=tickets,
+            held_messages=list(self._held),
         )
-        return await self._finish(None, parked=record)
+
+    async def _park_run(self) -> RunState:
+        snapshot_id = new_id("snap_")
+        tickets = [*self._kept_tickets, *self._ticket_parked_calls(snapshot_id)]
+        return await self._finish(None, parked=self._parked_record(snapshot_id, tickets))
 
     def restore(self, snapshot: ThreadSnapshot, parked: ParkedRun) -> None:
         """Rebuild the run's state from the store for a resumed leg."""
         self.cancel.attach()
         self._parked = []
+        self._held = list(parked.held_messages)
         self._resumed = True
+        self._track_stops()
         self._open_step = True
         self.version = snapshot.version
         self.engine.data.update(snapshot.state)
         self.engine.data.update({(_RUN, k): v for k, v in parked.run_state})
         self.transcript = Transcript(snapshot.messages)
         self.step = parked.step
-        self._seq = parked.seq - 1
+        self._seq = parked.seq  # the parked leg's RunFinish had this seq
         self.usage = parked.usage
         self.cost = parked.cost
 
@@ -520,8 +314,18 @@ class AgentLoop(PhaseRunner):
         self._kept_tickets = [t for t in parked.tickets if t.ticket_id not in decided]
         self._start_event()
         try:
-            for ticket, decision in decisions:
+            for done, (ticket, decision) in enumerate(decisions, start=1):
                 await self._apply(ticket, decision)
+                # Each decided call is checkpointed at once, so it is never lost or
+                # redone, whatever happens to the rest of this leg.
+                snapshot_id = new_id("snap_")
+                self._kept_tickets = [
+                    *self._kept_tickets,
+                    *self._ticket_parked_calls(snapshot_id),
+                ]
+                waiting = [*self._kept_tickets, *(t for t, _ in decisions[done:])]
+                record = self._parked_record(snapshot_id, waiting) if waiting else None
+                await self._checkpoint(parked=record, force=True)
                 self._boundary()
         except End as end:
             return await self._finish(end.cause)
@@ -529,10 +333,12 @@ class AgentLoop(PhaseRunner):
             return await self._finish(_bound_failure(exc))
         if self._parked or self._kept_tickets:
             return await self._park_run()
+        self._release_held()
         return await self._drive(None, first=True)
 
     async def _apply(self, ticket: ResumeTicket, decision: Decision) -> None:
         call = ticket.call
+        self._applying = call.id
         if isinstance(decision, Approve):
             await self._tool_call(call, approved=True)
         elif isinstance(decision, Replay):
@@ -562,11 +368,12 @@ class AgentLoop(PhaseRunner):
                 continue
             if message.role == "assistant" and message.tool_calls:
                 for call in message.tool_calls:
+                    how = "interrupted" if call.id == self._applying else "not executed"
                     if call.id not in answered:
                         self.transcript.append(
                             Message.tool(
                                 call.id,
-                                f"The call was not executed: the run ended ({cause.kind}).",
+                                f"The call was {how}: the run ended ({cause.kind}).",
                                 name=call.name,
                                 metadata={"is_error": True},
                             )
@@ -635,6 +442,7 @@ class AgentLoop(PhaseRunner):
             )
         return state
 
+    _applying: str | None = None
     _kept_tickets: list[ResumeTicket] = []  # noqa: RUF012 - replaced per leg, never mutated
     _resumed = False
 
@@ -642,26 +450,4 @@ class AgentLoop(PhaseRunner):
 def _bound_failure(exc: CapabilityBoundError) -> Error:
     return Error(
         failure=CapabilityBoundFailure(plugin_id=exc.plugin_id, item=exc.item, message=str(exc))
-    )
-
-
-def _bind(fn: Callable[[Any], Any], arg: Any) -> Callable[[], Any]:
-    return lambda: fn(arg)
-
-
-def _bind2(fn: Callable[[Any, Any], Any], a: Any, b: Any) -> Callable[[], Any]:
-    return lambda: fn(a, b)
-
-
-def _with_plugin(ctx: PhaseContext, plugin_id: str) -> PhaseContext:
-    return PhaseContext(
-        point=ctx.point,
-        store=ctx.store,
-        run=ctx.run,
-        messages=ctx.messages,
-        plugin_id=plugin_id,
-        request=ctx.request,
-        response=ctx.response,
-        tool_call=ctx.tool_call,
-        tool_output=ctx.tool_output,
     )

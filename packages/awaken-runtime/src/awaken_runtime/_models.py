@@ -128,6 +128,8 @@ class InferenceResponse(BaseModel):
     tool_calls: list[ToolCall] = Field(default_factory=list)
     usage: TokenUsage = Field(default_factory=TokenUsage)
     finish_reason: str = "stop"
+    cost: float | None = None
+    """USD cost as the provider priced it (``None``: unknown); used when the spec has no pricing."""
 
 
 @runtime_checkable

@@ -12,19 +12,29 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from ._cancel import CancellationToken
 from ._context import CONTEXT_MESSAGES, TOOL_FILTER
+from ._effects import ACTIONS_KEY, EFFECT_FAILURES_KEY, Effect, ScheduledAction
 from ._errors import CapabilityBoundError, StateConflictError
 from ._events import AgentEvent
-from ._failures import Cancelled, EndCause, Error, PluginFailure, StateConflictFailure, Stopped
-from ._messages import Message
+from ._failures import (
+    Cancelled,
+    EndCause,
+    Error,
+    PluginFailure,
+    StateConflictFailure,
+    Stopped,
+    ToolFailure,
+)
+from ._messages import Message, new_id
 from ._models import TokenUsage
 from ._plugin import HookReaction, PhaseContext, PhaseHookPoint, RunInfo
 from ._request import RequestAssembler
 from ._resolve import ResolvedAgent
-from ._state import Command, CommittedBatch, Scope, StagedCommand, StateEngine
+from ._state import Command, CommittedBatch, MergePolicy, Scope, StagedCommand, StateEngine
 from ._suspension import ParkedRun
 from ._thread_store import RunRecord, ScopeBinding, ThreadStore
 from ._tools import Tool
@@ -42,6 +52,10 @@ _NO_MESSAGES: list[Message] = []
 # Module constants: enum attribute access is slow on the per-step path.
 _AFTER_TOOL = PhaseHookPoint.AFTER_TOOL
 _RUN = Scope.RUN
+_COMMUTATIVE = MergePolicy.COMMUTATIVE
+
+MAX_ACTION_ROUNDS = 16
+"""How many rounds of due scheduled actions one phase point may run."""
 
 
 class End(Exception):
@@ -92,6 +106,8 @@ class PhaseRunner:
         self.tools: dict[str, Tool] = dict(agent.tools)
         self.visible: set[str] | None = None
         self._seq = 0
+        self._effects: list[tuple[str, Effect]] = []
+        self._new_actions: list[tuple[str, ScheduledAction]] = []
         self._hooks = agent.hooks
         self.tool_owner: dict[str, str] = dict(agent.tool_owner)
         self._all_descriptors = [t.descriptor for t in self.tools.values()]
@@ -240,7 +256,7 @@ class PhaseRunner:
                 raise fail(
                     PluginFailure(
                         plugin_id=plugin_id,
-                        hook=str(point),
+                        hook=_label(point),
                         message=f"returned {type(reaction).__name__}; "
                         "return a HookReaction or None",
                     )
@@ -250,16 +266,56 @@ class PhaseRunner:
                     raise fail(
                         PluginFailure(
                             plugin_id=plugin_id,
-                            hook=str(point),
+                            hook=_label(point),
                             message="returned transcript messages; only AFTER_TOOL hooks may "
                             "(use inject(ContextMessage(...)) for request-only context)",
                         )
                     )
                 messages.extend(reaction.messages)
             self._stage(batch, plugin_id, plugin_id, reaction.commands)
+            if reaction.effects:
+                self._stage_effects(plugin_id, reaction.effects, tool=False)
+            for action in reaction.schedule:
+                if action.name not in self.agent.action_handlers:
+                    raise fail(
+                        PluginFailure(
+                            plugin_id=plugin_id,
+                            hook=_label(point),
+                            message=f"scheduled action {action.name!r}, which no enabled "
+                            f"plugin handles; register an action handler for it",
+                        )
+                    )
+                self._new_actions.append((plugin_id, action))
             if reaction.stop and self.stop_reason is None:
                 self.stop_reason = f"{plugin_id}: {reaction.stop}"
         return messages
+
+    def _stage_effects(self, producer: str, effects: Sequence[Effect], *, tool: bool) -> None:
+        """Queue effects to run after the next commit; unknown names are refused now."""
+        for effect in effects:
+            if effect.name not in self.agent.effect_handlers:
+                message = (
+                    f"emitted effect {effect.name!r}, which no enabled plugin handles; "
+                    f"register an effect handler for it"
+                )
+                if tool:
+                    raise fail(ToolFailure(tool_id=producer, call_id="", message=message))
+                raise fail(PluginFailure(plugin_id=producer, hook="effects", message=message))
+            self._effects.append((producer, effect))
+
+    def _actions_command(self, done: Sequence[str] = ()) -> StagedCommand:
+        """The write replacing the pending-actions table: minus ``done``, plus new ones."""
+        table = dict(self.engine.data.get((_RUN, ACTIONS_KEY)) or {})
+        for action_id in done:
+            table.pop(action_id, None)
+        for plugin_id, action in self._new_actions:
+            table[new_id("act_")] = {
+                "action": action.model_dump(mode="json"),
+                "due_step": self.step + action.after_steps,
+                "scheduled_by": plugin_id,
+            }
+        self._new_actions = []
+        return StagedCommand(RUNTIME, Command.set(ACTIONS_KEY, table, scope=_RUN))
 
     async def _phase(
         self,
@@ -272,17 +328,78 @@ class PhaseRunner:
         if not hooks:
             if batch:
                 self._commit(point, batch)
+            if self._effects or (_RUN, ACTIONS_KEY) in self.engine.data:
+                await self._after_commit(point)
             return _NO_MESSAGES
         batch = batch if batch is not None else []
-        messages: list[Message] = []
-        if hooks:
-            reactions = await self._call_all(
-                point.name,
-                [(pid, _bind(hook, self._ctx(point, pid, **extra))) for pid, hook in hooks],
-            )
-            messages = self._collect(point, reactions, batch, allow_messages=point is _AFTER_TOOL)
+        reactions = await self._call_all(
+            point.name,
+            [(pid, _bind(hook, self._ctx(point, pid, **extra))) for pid, hook in hooks],
+        )
+        messages = self._collect(point, reactions, batch, allow_messages=point is _AFTER_TOOL)
+        if self._new_actions:
+            batch.append(self._actions_command())
         self._commit(point, batch)
+        if self._effects or (_RUN, ACTIONS_KEY) in self.engine.data:
+            await self._after_commit(point)
         return messages
+
+    async def _after_commit(self, point: PhaseHookPoint) -> None:
+        """Run queued effects, then due scheduled actions until none remain."""
+        await self._run_effects(point)
+        for _round in range(MAX_ACTION_ROUNDS):
+            pending = self.engine.data.get((_RUN, ACTIONS_KEY)) or {}
+            now = datetime.now(UTC)
+            due = [
+                (aid, entry)
+                for aid, entry in pending.items()
+                if _is_due(entry, point, self.step, now)
+            ]
+            if not due:
+                return
+            batch: list[StagedCommand] = []
+            calls = []
+            for _aid, entry in due:
+                action = ScheduledAction.model_validate(entry["action"])
+                owner, handler = self.agent.action_handlers[action.name]
+                ctx = self._ctx(point, owner)
+                calls.append((owner, _bind2(handler, action, ctx)))
+            reactions = await self._call_all(f"action at {point.name}", calls)
+            self._collect(point, reactions, batch)
+            batch.append(self._actions_command([aid for aid, _ in due]))
+            self._commit(f"{point}:actions", batch)
+            await self._run_effects(point)
+        raise fail(
+            PluginFailure(
+                plugin_id=RUNTIME,
+                hook=point.name,
+                message=f"scheduled actions at {point.name} kept scheduling more for "
+                f"{MAX_ACTION_ROUNDS} rounds; an action handler must not reschedule itself "
+                f"for the same point forever",
+            )
+        )
+
+    async def _run_effects(self, point: PhaseHookPoint) -> None:
+        if not self._effects:
+            return
+        queued, self._effects = self._effects, []
+        failures: dict[str, Any] = {}
+        for producer, effect in queued:
+            owner, handler = self.agent.effect_handlers[effect.name]
+            try:
+                await handler(effect, self._ctx(point, owner))
+            except Exception as exc:
+                log.exception("effect %r (from %r) failed in %r", effect.name, producer, owner)
+                failures[new_id("eff_")] = {
+                    "effect": effect.name,
+                    "producer": producer,
+                    "handler": owner,
+                    "error": f"{type(exc).__name__}: {exc}",
+                    "step": self.step,
+                }
+        if failures:
+            record = Command.set(EFFECT_FAILURES_KEY, failures, scope=_RUN, merge=_COMMUTATIVE)
+            self._commit(f"{point}:effects", [StagedCommand(RUNTIME, record)])
 
     def _boundary(self) -> None:
         if self.cancel.cancelled:
@@ -291,5 +408,25 @@ class PhaseRunner:
             raise End(Stopped(reason=self.stop_reason))
 
 
+def _label(point: PhaseHookPoint | str) -> str:
+    """How failures name a hook point: ``BEFORE_INFERENCE``, ``TOOL_GATE``, ..."""
+    return point.name if isinstance(point, PhaseHookPoint) else point.upper()
+
+
 def _bind(fn: Callable[[Any], Any], arg: Any) -> Callable[[], Any]:
     return lambda: fn(arg)
+
+
+def _bind2(fn: Callable[[Any, Any], Any], a: Any, b: Any) -> Callable[[], Any]:
+    return lambda: fn(a, b)
+
+
+def _is_due(entry: dict[str, Any], point: PhaseHookPoint, step: int, now: datetime) -> bool:
+    action = entry["action"]
+    if step < entry["due_step"]:
+        return False
+    wanted = action.get("point")
+    if wanted is not None and wanted != point:
+        return False
+    at = action.get("at")
+    return at is None or datetime.fromisoformat(at) <= now

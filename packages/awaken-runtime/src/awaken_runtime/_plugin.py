@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    field_serializer,
+    field_validator,
+)
 
 from ._context import Band
+from ._effects import ActionHandler, Effect, EffectHandler, ScheduledAction
 from ._messages import Message, ToolCall
+from ._points import PhaseHookPoint
 from ._state import Command, Scope, Store
 from ._state_key import StateKey, StateKeyDecl
+from ._stop import StopConditionHook
 from ._tools import Tool, ToolOutput
 
 if TYPE_CHECKING:
@@ -37,18 +46,6 @@ __all__ = [
 ]
 
 
-class PhaseHookPoint(enum.StrEnum):
-    """Points of the loop where phase hooks run."""
-
-    RUN_START = "run_start"
-    STEP_START = "step_start"
-    BEFORE_INFERENCE = "before_inference"
-    AFTER_INFERENCE = "after_inference"
-    AFTER_TOOL = "after_tool"
-    STEP_END = "step_end"
-    RUN_END = "run_end"
-
-
 def _decl(value: Any) -> Any:
     if isinstance(value, StateKey):
         return {"key": value.key, "scope": value.scope}
@@ -65,7 +62,8 @@ class CapabilityBound(BaseModel):
 
     ``state_keys`` accepts ``StateKeyDecl``, ``StateKey`` objects or
     ``"scope:key"`` strings. ``narrows_tools`` allows the plugin to hide tools
-    from requests (see ``ToolFilter``).
+    from requests (see ``ToolFilter``); ``effect_handlers`` and
+    ``action_handlers`` name the effects and scheduled actions it may handle.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -78,6 +76,25 @@ class CapabilityBound(BaseModel):
     dynamic_tools: bool = False
     context_bands: frozenset[Band] = frozenset()
     narrows_tools: bool = False
+    effect_handlers: frozenset[str] = frozenset()
+    """Effect names the plugin may handle."""
+    action_handlers: frozenset[str] = frozenset()
+    """Scheduled-action names the plugin may handle."""
+    stop_conditions: bool = False
+
+    @field_serializer(
+        "tool_ids", "phase_hooks", "context_bands", "effect_handlers", "action_handlers"
+    )
+    def _sorted(self, value: frozenset[str]) -> list[str]:
+        # Sets dump in hash-seed order; fingerprints must not depend on the process.
+        return sorted(str(v) for v in value)
+
+    @field_serializer("state_keys")
+    def _sorted_keys(self, value: frozenset[StateKeyDecl]) -> list[dict[str, str]]:
+        return [
+            {"key": d.key, "scope": d.scope.value}
+            for d in sorted(value, key=lambda d: (d.scope.value, d.key))
+        ]
 
     @field_validator("state_keys", mode="before")
     @classmethod
@@ -146,6 +163,10 @@ class HookReaction:
     commands: list[Command] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)
     stop: str | None = None
+    effects: list[Effect] = field(default_factory=list)
+    """Side effects to run after this phase's batch commits."""
+    schedule: list[ScheduledAction] = field(default_factory=list)
+    """Actions for a later phase point or time."""
 
 
 PhaseHook: TypeAlias = Callable[[PhaseContext], Awaitable[HookReaction | None]]
@@ -181,6 +202,9 @@ class Contributions:
     tool_observers: Sequence[ToolObserver] = ()
     run_end_guards: Sequence[RunEndGuard] = ()
     dynamic_tools: Sequence[DynamicToolSource] = ()
+    effect_handlers: Mapping[str, EffectHandler] = field(default_factory=dict)
+    action_handlers: Mapping[str, ActionHandler] = field(default_factory=dict)
+    stop_conditions: Sequence[StopConditionHook] = ()
 
     def hooks_at(self, point: PhaseHookPoint) -> list[PhaseHook]:
         """The hooks contributed for ``point`` as a list."""

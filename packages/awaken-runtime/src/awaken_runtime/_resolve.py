@@ -18,6 +18,7 @@ from typing import Any, TypeAlias
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ._config import AgentConfig
+from ._effects import ActionHandler, EffectHandler
 from ._errors import AgentConfigError, CapabilityBoundError, ResolutionError
 from ._models import LlmExecutor, ModelSpec
 from ._plugin import (
@@ -33,6 +34,7 @@ from ._plugin import (
     ToolObserver,
     _decl,
 )
+from ._stop import StopConditionHook
 from ._tools import Tool, ToolDescriptor
 
 __all__ = [
@@ -95,6 +97,10 @@ class Registries:
     plugins: dict[str, Plugin] = field(default_factory=dict)
     unavailable_plugins: dict[str, Exception] = field(default_factory=dict)
     """Plugin ids that failed to load or clash, with the error to report."""
+    unavailable_tools: dict[str, Exception] = field(default_factory=dict)
+    """Discovered tool ids registered twice, with the error to report."""
+    unavailable_providers: dict[str, Exception] = field(default_factory=dict)
+    """Discovered provider ids registered twice, with the error to report."""
 
 
 @dataclass(slots=True)
@@ -111,6 +117,9 @@ class ResolvedAgent:
     observers: list[tuple[str, ToolObserver]]
     guards: list[tuple[str, RunEndGuard]]
     dynamic_tools: list[tuple[str, Any]]
+    effect_handlers: dict[str, tuple[str, EffectHandler]] = field(default_factory=dict)
+    action_handlers: dict[str, tuple[str, ActionHandler]] = field(default_factory=dict)
+    stop_conditions: list[tuple[str, StopConditionHook]] = field(default_factory=list)
 
     @property
     def config(self) -> AgentConfig:
@@ -167,11 +176,19 @@ def check_contributions(plugin_id: str, bound: CapabilityBound, c: Contributions
             raise CapabilityBoundError(
                 plugin_id, f"phase_hooks {{{point.name}}}", f"contributes a {point.name} hook"
             )
+    for kind in ("effect_handlers", "action_handlers"):
+        allowed: frozenset[str] = getattr(bound, kind)
+        for name in getattr(c, kind):
+            if name not in allowed:
+                raise CapabilityBoundError(
+                    plugin_id, f"{kind} {{{name!r}}}", f"handles {kind[:-9]} {name!r}"
+                )
     flags = (
         ("tool_gates", c.tool_gates),
         ("tool_observers", c.tool_observers),
         ("run_end_guards", c.run_end_guards),
         ("dynamic_tools", c.dynamic_tools),
+        ("stop_conditions", c.stop_conditions),
     )
     for name, items in flags:
         if items and not getattr(bound, name):
@@ -182,7 +199,12 @@ def resolve_agent(registries: Registries, agent_id: str) -> ResolvedAgent:
     """Resolve ``agent_id``; errors name the missing id and list what is available."""
     config: AgentConfig = _lookup(agent_id, "agent", agent_id, registries.agents)
     model: ModelSpec = _lookup(agent_id, "model", config.model_binding, registries.models)
+    if model.provider in registries.unavailable_providers:
+        raise registries.unavailable_providers[model.provider]
     executor = _lookup(agent_id, "provider", model.provider, registries.providers)
+    for tid in config.tool_ids:
+        if tid in registries.unavailable_tools:
+            raise registries.unavailable_tools[tid]
     tools: dict[str, Tool] = {
         tid: _lookup(agent_id, "tool", tid, registries.tools) for tid in config.tool_ids
     }
@@ -233,6 +255,18 @@ def resolve_agent(registries: Registries, agent_id: str) -> ResolvedAgent:
         resolved.observers.extend((pid, o) for o in contributions.tool_observers)
         resolved.guards.extend((pid, g) for g in contributions.run_end_guards)
         resolved.dynamic_tools.extend((pid, d) for d in contributions.dynamic_tools)
+        resolved.stop_conditions.extend((pid, h) for h in contributions.stop_conditions)
+        for table, given in (
+            (resolved.effect_handlers, contributions.effect_handlers),
+            (resolved.action_handlers, contributions.action_handlers),
+        ):
+            for name, handler in given.items():
+                if name in table:
+                    raise AgentConfigError(
+                        f"agent {agent_id!r}: plugins {table[name][0]!r} and {pid!r} both "
+                        f"handle {name!r}; a name has exactly one handler"
+                    )
+                table[name] = (pid, handler)  # type: ignore[assignment]
         dumped = validated.model_dump(mode="json") if isinstance(validated, BaseModel) else {}
         plugins.append(ResolvedPlugin(manifest=manifest, config=dumped))
     descriptors = [t.descriptor for t in tools.values()]

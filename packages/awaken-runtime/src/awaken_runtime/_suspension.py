@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ._errors import AwakenError
 from ._gates import AwaitReason
-from ._messages import ToolCall
+from ._messages import Message, ToolCall
 from ._models import TokenUsage
 
 __all__ = [
@@ -173,3 +173,5 @@ class ParkedRun(BaseModel):
     """Run-scope state at the park: ``(key, value)`` pairs."""
     tickets: list[ResumeTicket]
     """Tickets still waiting for a decision."""
+    held_messages: list[Message] = Field(default_factory=list)
+    """AFTER_TOOL hook messages of the step, appended once all its calls are answered."""

@@ -11,6 +11,7 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ._cancel import CancellationToken
+from ._effects import Effect
 from ._state import Command, Store
 
 __all__ = ["Tool", "ToolCallContext", "ToolDescriptor", "ToolOutput"]
@@ -65,6 +66,8 @@ class ToolOutput(BaseModel):
     content: str = ""
     is_error: bool = False
     state: list[Command] = Field(default_factory=list)
+    effects: list[Effect] = Field(default_factory=list)
+    """Side effects to run after the call's batch commits."""
 
     @classmethod
     def ok(cls, content: str, *, state: list[Command] | None = None) -> ToolOutput:

@@ -1,0 +1,336 @@
+"""Tool calls and inference for one run: gates, execution, results, parking.
+
+Tool calls of one response run in model order. Each call passes the tool
+gates (strongest decision wins), the observers, the tool itself, and the
+AFTER_TOOL hooks; its commands commit as one batch with its result. A call
+that a gate or the tool suspends is parked instead and becomes a ticket.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from ._context import CONTEXT_MESSAGES, TOOL_FILTER, visible_tools
+from ._errors import ToolError
+from ._events import TextDelta, ToolCallDone, ToolCallReady
+from ._failures import Cancelled, ProviderFailure, ToolFailure
+from ._gates import AwaitReason, Block, Schedule, ShortCircuit, Suspend
+from ._messages import Message, ToolCall, new_id
+from ._models import InferenceRequest, InferenceResponse, StreamDelta
+from ._phases import End, PhaseRunner, fail, log
+from ._plugin import PhaseContext, PhaseHookPoint
+from ._state import Scope, StagedCommand
+from ._stop import StopTracker
+from ._suspension import SuspendCall
+from ._tools import ToolCallContext, ToolOutput
+
+__all__ = ["Outcome", "ToolCallRunner", "bind", "bind2", "with_plugin"]
+
+Outcome = Literal["success", "error", "blocked", "short_circuit", "suspended"]
+_AFTER_TOOL = PhaseHookPoint.AFTER_TOOL
+_RUN = Scope.RUN
+
+
+@dataclass(slots=True)
+class _Parked:
+    """A call waiting for a decision, before it becomes a ticket."""
+
+    call: ToolCall
+    reason: AwaitReason
+    payload: dict[str, Any]
+    deadline: datetime | None = None
+    not_before: datetime | None = None
+
+
+class ToolCallRunner(PhaseRunner):
+    """Inference and tool-call handling; ``AgentLoop`` adds steps and run legs."""
+
+    _parked: list[_Parked]
+    _stop: StopTracker | None = None
+    _held: list[Message]
+    _gate_owner: str | None = None
+
+    def _release_held(self) -> None:
+        """Append the AFTER_TOOL messages held back while the step's calls ran."""
+        for message in self._held:
+            self.transcript.append(message)
+        self._held = []
+
+    # -- inference -------------------------------------------------------------
+
+    def _base_request(self) -> InferenceRequest:
+        """The request as it would be without any context entries or tool filters."""
+        window = self.transcript.window(self.config.context_policy)
+        return InferenceRequest(
+            model=self.agent.snapshot.model,
+            messages=self.assembler.messages(window, self.transcript.last_user_index, []),
+            tools=self._all_descriptors,
+            params=self.config.params,
+            run_id=self.run_id,
+            step=self.step,
+        )
+
+    def _request(self) -> InferenceRequest:
+        store = self.engine.store
+        filters = store.get_value(TOOL_FILTER, _RUN)
+        entries = self.assembler.entries(store.get_value(CONTEXT_MESSAGES, _RUN), self.step)
+        window = self.transcript.window(self.config.context_policy)
+        messages = self.assembler.messages(window, self.transcript.last_user_index, entries)
+        if filters:
+            ids = visible_tools(self.tools, filters)
+            self.visible = set(ids)
+            tools = [self.tools[i].descriptor for i in ids]
+        else:
+            self.visible = None
+            tools = self._all_descriptors
+        return InferenceRequest(
+            model=self.agent.snapshot.model,
+            messages=messages,
+            tools=tools,
+            params=self.config.params,
+            run_id=self.run_id,
+            step=self.step,
+        )
+
+    async def _infer(self, request: InferenceRequest) -> InferenceResponse:
+        response: InferenceResponse | None = None
+        emit = self.emit
+        model = self.agent.snapshot.model
+        token = self.cancel
+        token.arm()
+        try:
+            async for item in self.agent.executor.stream(request):
+                if isinstance(item, StreamDelta):
+                    if emit is not None:
+                        emit(
+                            TextDelta(
+                                seq=self._next_seq(),
+                                run_id=self.run_id,
+                                channel=item.channel,
+                                delta=item.text,
+                            )
+                        )
+                    if token.cancelled:
+                        raise End(Cancelled())
+                else:
+                    response = item
+        except End:
+            raise
+        except asyncio.CancelledError:
+            raise self._interrupted() from None
+        except Exception as exc:
+            raise fail(
+                ProviderFailure(
+                    provider=model.provider,
+                    model=model.model,
+                    message=f"{type(exc).__name__}: {exc}",
+                )
+            ) from exc
+        finally:
+            token.disarm()
+        if response is None:
+            raise fail(
+                ProviderFailure(
+                    provider=model.provider,
+                    model=model.model,
+                    message="the provider's stream ended without a final response",
+                )
+            )
+        return response
+
+    def _interrupted(self) -> BaseException:
+        """Turn a CancelledError raised inside an armed await into a Cancelled end."""
+        task = asyncio.current_task()
+        if self.cancel.cancelled and task is not None:
+            task.uncancel()
+            return End(Cancelled())
+        return asyncio.CancelledError()
+
+    # -- tools -----------------------------------------------------------------
+
+    def _emit_done(self, call: ToolCall, content: str, outcome: Outcome) -> None:
+        if self.emit is not None:
+            self.emit(
+                ToolCallDone(
+                    seq=self._next_seq(),
+                    run_id=self.run_id,
+                    call_id=call.id,
+                    output=content,
+                    outcome=outcome,
+                )
+            )
+
+    async def _gate(self, call: ToolCall) -> Block | Suspend | ShortCircuit | Schedule | None:
+        if call.name not in self.tools:
+            names = ", ".join(sorted(self.visible or self.tools)) or "none"
+            return Block(reason=f"Unknown tool '{call.name}'. Available tools: {names}.")
+        if self.visible is not None and call.name not in self.visible:
+            return Block(reason=f"Tool '{call.name}' is not available at this step.")
+        gates = self.agent.gates
+        if not gates:
+            return None
+        ctx = self._ctx("tool_gate", "", tool_call=call)
+        results = await self._call_all(
+            "TOOL_GATE", [(pid, bind2(gate, with_plugin(ctx, pid), call)) for pid, gate in gates]
+        )
+        best: Block | Suspend | ShortCircuit | Schedule | None = None
+        self._gate_owner = None
+        for pid, decision in results:
+            if decision is None:
+                continue
+            if decision.effects:
+                self._stage_effects(pid, decision.effects, tool=False)
+            if best is None or decision.rank > best.rank:
+                best, self._gate_owner = decision, pid
+        return best
+
+    async def _execute(self, call: ToolCall) -> ToolOutput:
+        tool = self.tools[call.name]
+        if call.parse_error is not None:
+            return ToolOutput.error(f"Invalid arguments for tool '{call.name}': {call.parse_error}")
+        ctx = ToolCallContext(
+            store=self.engine.store,
+            run_id=self.run_id,
+            thread_id=self.binding.thread_id,
+            call_id=call.id,
+            tool_id=call.name,
+            cancel=self.cancel,
+            profile_id=self.binding.profile_id,
+        )
+        token = self.cancel
+        token.arm()
+        try:
+            output = await tool.call(call.arguments, ctx)
+        except (ToolError, SuspendCall):
+            raise
+        except asyncio.CancelledError:
+            raise self._interrupted() from None
+        except Exception as exc:
+            log.exception("tool %r raised (call %s)", call.name, call.id)
+            return ToolOutput.error(f"Tool '{call.name}' failed: {type(exc).__name__}: {exc}")
+        finally:
+            token.disarm()
+        if not isinstance(output, ToolOutput):
+            raise fail(
+                ToolFailure(
+                    tool_id=call.name,
+                    call_id=call.id,
+                    message=f"returned {type(output).__name__}; tools must return a ToolOutput",
+                )
+            )
+        return output
+
+    async def _tool_call(self, call: ToolCall, *, approved: bool = False) -> None:
+        """Gate, execute and record one call, or park it."""
+        if self.emit is not None:
+            self.emit(
+                ToolCallReady(
+                    seq=self._next_seq(),
+                    run_id=self.run_id,
+                    call_id=call.id,
+                    name=call.name,
+                    arguments=call.arguments,
+                )
+            )
+        decision = await self._gate(call)
+        if approved and isinstance(decision, (Suspend, Schedule)):
+            decision = None  # a human approved this call: gates may still block it
+        if isinstance(decision, Suspend):
+            self._park(_Parked(call, decision.await_reason, dict(decision.payload)))
+            return
+        if isinstance(decision, Schedule):
+            self._park(
+                _Parked(
+                    call,
+                    AwaitReason.SCHEDULED_ACTION,
+                    {"at": decision.at.isoformat()},
+                    not_before=decision.at,
+                )
+            )
+            return
+        batch: list[StagedCommand] = []
+        if isinstance(decision, Block):
+            await self._record(call, ToolOutput.error(decision.reason), "blocked", batch)
+            return
+        if isinstance(decision, ShortCircuit):
+            owner = self._gate_owner
+            self._stage(batch, owner or call.id, owner, decision.output.state)
+            if decision.output.effects:
+                self._stage_effects(owner or call.name, decision.output.effects, tool=False)
+            await self._record(call, decision.output, "short_circuit", batch)
+            return
+        observers = self.agent.observers
+        if observers:
+            ctx = self._ctx("before_tool_execute", "", tool_call=call)
+            reactions = await self._call_all(
+                "TOOL_OBSERVER", [(pid, bind(o, with_plugin(ctx, pid))) for pid, o in observers]
+            )
+            self._collect("before_tool_execute", reactions, batch)
+        try:
+            output = await self._execute(call)
+        except ToolError as exc:
+            raise fail(ToolFailure(tool_id=call.name, call_id=call.id, message=str(exc))) from exc
+        except SuspendCall as signal:
+            self._commit("before_tool_execute", batch)
+            self._park(_Parked(call, signal.await_reason, signal.payload, signal.deadline))
+            return
+        self._stage(batch, call.id, self.tool_owner.get(call.name), output.state)
+        if output.effects:
+            self._stage_effects(call.name, output.effects, tool=True)
+        await self._record(call, output, "error" if output.is_error else "success", batch)
+
+    async def _record(
+        self, call: ToolCall, output: ToolOutput, outcome: Outcome, batch: list[StagedCommand]
+    ) -> None:
+        """Append the tool result, run AFTER_TOOL hooks and commit the call's batch."""
+        if self.cancel.cancelled:
+            raise End(Cancelled())
+        self.transcript.append(
+            Message(
+                id=new_id(),
+                role="tool",
+                content=output.content,
+                tool_call_id=call.id,
+                name=call.name,
+                metadata={"is_error": True} if output.is_error else {},
+            )
+        )
+        extra = await self._phase(_AFTER_TOOL, batch, tool_call=call, tool_output=output)
+        # Tool results of one response must stay contiguous: hook messages wait.
+        self._held.extend(extra)
+        if self._stop is not None:
+            self._stop.on_tool(call, output.is_error)
+        self._emit_done(call, output.content, outcome)
+
+    def _park(self, parked: _Parked) -> None:
+        self._parked.append(parked)
+        self._emit_done(parked.call, "", "suspended")
+
+
+def bind(fn: Callable[[Any], Any], arg: Any) -> Callable[[], Any]:
+    """``fn(arg)`` as a thunk (for ``_call_all``)."""
+    return lambda: fn(arg)
+
+
+def bind2(fn: Callable[[Any, Any], Any], a: Any, b: Any) -> Callable[[], Any]:
+    """``fn(a, b)`` as a thunk (for ``_call_all``)."""
+    return lambda: fn(a, b)
+
+
+def with_plugin(ctx: PhaseContext, plugin_id: str) -> PhaseContext:
+    """A copy of ``ctx`` addressed to ``plugin_id``."""
+    return PhaseContext(
+        point=ctx.point,
+        store=ctx.store,
+        run=ctx.run,
+        messages=ctx.messages,
+        plugin_id=plugin_id,
+        request=ctx.request,
+        response=ctx.response,
+        tool_call=ctx.tool_call,
+        tool_output=ctx.tool_output,
+    )

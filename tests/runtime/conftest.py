@@ -1,0 +1,235 @@
+"""Shared factories for the awaken_runtime tests.
+
+Test modules run under ``--import-mode=importlib`` and cannot import this file,
+so every helper is handed out through a fixture:
+
+* ``model_spec``: a :class:`ModelSpec` (provider ``scripted``) with pricing.
+* ``agent_config``: ``agent_config(id="agent", **fields) -> AgentConfig``.
+* ``make_plugin``: ``make_plugin(id, bound, contributions, config_model=...)``,
+  a fresh plugin object; ``contributions`` is a :class:`Contributions` or a
+  function ``config -> Contributions``.
+* ``make_runtime``: ``make_runtime(turns, tools=..., plugins=..., **agent_fields)``
+  builds a discovery-free runtime around a :class:`ScriptedExecutor` and one
+  agent; it returns a :class:`Rig` (runtime, executor, store, ``await rig.run()``).
+* ``hook`` / ``reaction``: shortcuts for phase hooks that return commands.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from awaken_runtime import (
+    AgentConfig,
+    AgentRuntimeBuilder,
+    CapabilityBound,
+    Command,
+    Contributions,
+    HookReaction,
+    InMemoryStore,
+    Message,
+    ModelSpec,
+    PhaseContext,
+    PluginManifest,
+    Pricing,
+    RunState,
+    Runtime,
+    ScriptedExecutor,
+    ScriptedTurn,
+    Tool,
+    tool,
+)
+
+MODEL_ID = "test-model"
+PROVIDER_ID = "scripted"
+AGENT_ID = "agent"
+INSTRUCTIONS = "You are a test agent."
+PRICING = Pricing(input_per_mtok=3.0, output_per_mtok=15.0)
+
+
+def build_model_spec(**overrides: Any) -> ModelSpec:
+    """The test model: provider ``scripted``, priced so cost paths run."""
+    fields: dict[str, Any] = {
+        "id": MODEL_ID,
+        "provider": PROVIDER_ID,
+        "model": "scripted-1",
+        "context_window": 8192,
+        "pricing": PRICING,
+    }
+    fields.update(overrides)
+    return ModelSpec(**fields)
+
+
+def build_agent_config(id: str = AGENT_ID, **fields: Any) -> AgentConfig:
+    """An agent bound to the test model; keyword arguments override any field."""
+    data: dict[str, Any] = {"id": id, "instructions": INSTRUCTIONS, "model_binding": MODEL_ID}
+    data.update(fields)
+    return AgentConfig(**data)
+
+
+ContributionSource = Contributions | Callable[[Any], Contributions] | None
+
+
+def build_plugin(
+    plugin_id: str,
+    bound: CapabilityBound | dict[str, Any] | None = None,
+    contributions: ContributionSource = None,
+    *,
+    config_model: type[BaseModel] | None = None,
+    version: str = "1.0.0",
+    description: str = "",
+) -> Any:
+    """A fresh plugin object (its own class) with the given bound and contributions.
+
+    The object records every config ``resolve`` received in ``.configs``.
+    """
+    if isinstance(bound, dict):
+        bound = CapabilityBound(**bound)
+    manifest = PluginManifest(
+        id=plugin_id,
+        version=version,
+        description=description,
+        config_model=config_model,
+        bound=bound or CapabilityBound(),
+    )
+
+    class _TestPlugin:
+        def __init__(self) -> None:
+            self.manifest = manifest
+            self.configs: list[Any] = []
+
+        def resolve(self, config: Any) -> Contributions:
+            self.configs.append(config)
+            if contributions is None:
+                return Contributions()
+            if callable(contributions) and not isinstance(contributions, Contributions):
+                return contributions(config)
+            return contributions
+
+        def __repr__(self) -> str:
+            return f"<test plugin {plugin_id!r}>"
+
+    _TestPlugin.__name__ = f"Plugin_{plugin_id.replace('-', '_')}"
+    return _TestPlugin()
+
+
+def reaction(*commands: Command, messages: Sequence[Message] = (), stop: str | None = None):
+    """A :class:`HookReaction` with ``commands``."""
+    return HookReaction(commands=list(commands), messages=list(messages), stop=stop)
+
+
+def make_hook(
+    fn: Callable[[PhaseContext], Iterable[Command] | HookReaction | None],
+):
+    """An async phase hook from a sync function returning commands or a reaction."""
+
+    async def hook(ctx: PhaseContext) -> HookReaction | None:
+        result = fn(ctx)
+        if result is None or isinstance(result, HookReaction):
+            return result
+        return HookReaction(commands=list(result))
+
+    return hook
+
+
+@dataclass
+class Rig:
+    """A built runtime with its scripted model."""
+
+    runtime: Runtime
+    executor: ScriptedExecutor
+    store: InMemoryStore
+    agent_id: str = AGENT_ID
+
+    async def run(self, text: str = "hello", **kwargs: Any) -> RunState:
+        """Run the default agent on ``text``."""
+        agent = kwargs.pop("agent", self.agent_id)
+        return await self.runtime.run(agent, text, **kwargs)
+
+    async def events(self, text: str = "hello", **kwargs: Any) -> list[Any]:
+        """Every event of one streamed run."""
+        agent = kwargs.pop("agent", self.agent_id)
+        return [ev async for ev in self.runtime.stream(agent, text, **kwargs)]
+
+    def messages(self, thread_id: str) -> list[Message]:
+        """The committed transcript of a thread."""
+        return self.store.messages(thread_id)
+
+
+def build_rig(
+    turns: Sequence[ScriptedTurn | str | Callable[..., Any]] = ("done",),
+    *,
+    tools: Iterable[Tool | Callable[..., Any]] = (),
+    plugins: Iterable[Any] = (),
+    agents: Iterable[AgentConfig] | None = None,
+    executor: ScriptedExecutor | None = None,
+    chunk_size: int = 0,
+    repeat: bool = False,
+    model: ModelSpec | None = None,
+    **agent_fields: Any,
+) -> Rig:
+    """A discovery-free runtime with one scripted provider and (by default) one agent.
+
+    Without ``agents``, the agent ``"agent"`` gets every registered tool and
+    plugin (``tool_ids``/``plugin_ids`` in ``agent_fields`` override that).
+    """
+    tools = [t if isinstance(t, Tool) else tool(t) for t in tools]
+    plugins = list(plugins)
+    executor = executor or ScriptedExecutor(list(turns), chunk_size=chunk_size, repeat=repeat)
+    store = InMemoryStore()
+    builder = (
+        AgentRuntimeBuilder(discover=False)
+        .with_model(model or build_model_spec())
+        .with_provider(PROVIDER_ID, executor)
+        .with_store(store)
+    )
+    for t in tools:
+        builder.with_tool(t)
+    for p in plugins:
+        builder.with_plugin(p)
+    if agents is None:
+        agent_fields.setdefault("tool_ids", [t.descriptor.id for t in tools])
+        agent_fields.setdefault("plugin_ids", [p.manifest.id for p in plugins])
+        agents = [build_agent_config(**agent_fields)]
+    for agent in agents:
+        builder.with_agent_spec(agent)
+    return Rig(builder.build(), executor, store)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "slow: builds a venv or otherwise takes seconds")
+
+
+@pytest.fixture
+def model_spec() -> ModelSpec:
+    return build_model_spec()
+
+
+@pytest.fixture
+def agent_config() -> Callable[..., AgentConfig]:
+    return build_agent_config
+
+
+@pytest.fixture
+def make_plugin() -> Callable[..., Any]:
+    return build_plugin
+
+
+@pytest.fixture
+def make_runtime() -> Callable[..., Rig]:
+    return build_rig
+
+
+@pytest.fixture
+def hook() -> Callable[..., Any]:
+    return make_hook
+
+
+@pytest.fixture
+def rx() -> Callable[..., HookReaction]:
+    """``rx(*commands, messages=..., stop=...)``: a HookReaction."""
+    return reaction
