@@ -1,0 +1,159 @@
+"""The BEFORE_INFERENCE hook: catalog, active instructions, tool narrowing.
+
+Per step it costs O(active skills), not O(installed skills): the catalog
+message is rendered once per registry generation and reused, and an active
+skill costs one ``stat`` of its SKILL.md (to notice changes on disk) plus a
+cached rendering of its instructions.
+"""
+
+from __future__ import annotations
+
+from awaken_runtime import (
+    Band,
+    Command,
+    ContextMessage,
+    HookReaction,
+    PhaseContext,
+    ToolFilter,
+    inject,
+)
+
+from ._catalog import render_catalog
+from ._config import SkillsConfig
+from ._registry import SkillRegistry
+from ._skill import Skill
+from ._state import ACTIVE_SKILLS, ActiveSkill
+
+__all__ = ["ACTIVE_KEY_PREFIX", "CATALOG_KEY", "NOTICE_KEY", "SkillsHook"]
+
+CATALOG_KEY = "skills.catalog"
+"""Context key of the catalog (system band)."""
+ACTIVE_KEY_PREFIX = "skills.active."
+"""Context key prefix of an active skill's instructions (session band): prefix + name."""
+NOTICE_KEY = "skills.notice"
+"""Context key of the one-step notice that skills were deactivated (session band)."""
+_CACHE_LIMIT = 256
+
+
+class SkillsHook:
+    """Callable BEFORE_INFERENCE hook for one agent (see the module docstring)."""
+
+    def __init__(
+        self,
+        registry: SkillRegistry,
+        config: SkillsConfig,
+        plugin_id: str,
+        skill_tool_ids: frozenset[str],
+    ) -> None:
+        self.registry = registry
+        self.config = config
+        self.plugin_id = plugin_id
+        self.skill_tool_ids = skill_tool_ids
+        self._generation = -1
+        self._catalog: ContextMessage | None = None
+        self._catalog_only: list[Command] = []
+        self._instructions: dict[tuple[str, str, tuple[tuple[str, str], ...]], ContextMessage] = {}
+        # Single-slot caches: the same inputs as last step give the same (immutable) output.
+        self._last_raw: object = None
+        self._last_active: dict[str, ActiveSkill] = {}
+        self._last_entries: tuple[ContextMessage, ...] = ()
+        self._last_inject: Command | None = None
+        self._last_only: frozenset[str] = frozenset()
+        self._last_filter: Command | None = None
+
+    def catalog(self) -> ContextMessage | None:
+        """The catalog entry for the current registry generation (rendered once per change)."""
+        generation = self.registry.generation
+        if generation != self._generation:
+            text = render_catalog(
+                self.registry.ordered,
+                max_entries=self.config.catalog_max_entries,
+                max_bytes=self.config.catalog_max_bytes,
+            )
+            self._catalog = (
+                None
+                if text is None
+                else ContextMessage(key=CATALOG_KEY, band=Band.SYSTEM, content=text)
+            )
+            self._catalog_only = [inject(self._catalog)] if self._catalog is not None else []
+            self._generation = generation
+        return self._catalog
+
+    def instructions(self, skill: Skill, active: ActiveSkill) -> ContextMessage:
+        """The context entry carrying ``skill``'s instructions rendered with its arguments."""
+        cache_key = (skill.name, skill.fingerprint, tuple(sorted(active.arguments.items())))
+        found = self._instructions.get(cache_key)
+        if found is None:
+            if len(self._instructions) >= _CACHE_LIMIT:
+                self._instructions.clear()
+            body = skill.render(active.arguments)
+            found = ContextMessage(
+                key=ACTIVE_KEY_PREFIX + skill.name,
+                band=Band.SESSION,
+                content=f'<skill_instructions name="{skill.name}">\n{body}\n</skill_instructions>',
+            )
+            self._instructions[cache_key] = found
+        return found
+
+    async def __call__(self, ctx: PhaseContext) -> HookReaction:
+        """Inject the catalog and active instructions; narrow tools; drop stale activations."""
+        raw = ctx.store.get_value(ACTIVE_SKILLS.key, ACTIVE_SKILLS.scope)
+        if not raw:
+            self.catalog()
+            return HookReaction(commands=list(self._catalog_only))
+        if raw is not self._last_raw:  # committed values are replaced, never mutated
+            self._last_active = ACTIVE_SKILLS.get(ctx.store)
+            self._last_raw = raw
+        active = self._last_active
+        entries: list[ContextMessage] = []
+        kept: dict[str, ActiveSkill] = {}
+        dropped: list[str] = []
+        allowed: set[str] = set()
+        narrowing = False
+        for name, activation in active.items():
+            skill = self.registry.check(name)  # may re-read or drop it: before the catalog
+            if skill is None or skill.fingerprint != activation.fingerprint:
+                dropped.append(name)
+                continue
+            kept[name] = activation
+            entries.append(self.instructions(skill, activation))
+            if skill.allowed_tools:
+                narrowing = True
+                allowed.update(skill.allowed_tools)
+        catalog = self.catalog()
+        if catalog is not None:
+            entries.append(catalog)
+        commands: list[Command] = []
+        if dropped:
+            commands.append(ACTIVE_SKILLS.set(kept))
+            names = ", ".join(repr(n) for n in sorted(dropped))
+            entries.append(
+                ContextMessage(
+                    key=NOTICE_KEY,
+                    band=Band.SESSION,
+                    content=f"Skill(s) {names} changed on disk or were removed and are no "
+                    f"longer active. Activate again with the `skill` tool if still needed.",
+                )
+            )
+        if entries:
+            commands.append(self._inject(entries))
+        if narrowing and self.config.narrow_tools:
+            commands.append(self._filter(frozenset(allowed | self.skill_tool_ids)))
+        return HookReaction(commands=commands)
+
+    def _inject(self, entries: list[ContextMessage]) -> Command:
+        last = self._last_entries
+        if (
+            self._last_inject is None
+            or len(last) != len(entries)
+            or any(a is not b for a, b in zip(last, entries, strict=False))
+        ):
+            self._last_entries = tuple(entries)
+            self._last_inject = inject(*entries)
+        return self._last_inject
+
+    def _filter(self, only: frozenset[str]) -> Command:
+        if self._last_filter is None or only != self._last_only:
+            self._last_only = only
+            self._last_filter = ToolFilter(only=only).command(self.plugin_id)
+        return self._last_filter
