@@ -8,7 +8,25 @@ Everything public is importable from this module.
 from ._builder import AgentRuntimeBuilder
 from ._cancel import CancellationToken
 from ._config import AgentConfig
-from ._context import CONTEXT_MESSAGES, TOOL_FILTER, Band, ContextMessage, ToolFilter, inject
+from ._context import (
+    CONTEXT_MESSAGES,
+    REQUEST_WINDOW,
+    TOOL_FILTER,
+    Band,
+    ContextMessage,
+    ToolFilter,
+    inject,
+    start_window_after,
+)
+from ._delegation import (
+    AGENT_RUN,
+    ChildOutcome,
+    ChildRunner,
+    DelegationRequest,
+    NativeDelegationService,
+    RunDelegationService,
+    run_child_agent,
+)
 from ._discovery import Discovered, Discovery, discover
 from ._effects import ActionHandler, Effect, EffectHandler, ScheduledAction
 from ._errors import (
@@ -63,6 +81,17 @@ from ._gates import (
     Steer,
     Suspend,
 )
+from ._litellm import LITELLM_PROVIDER, LiteLLMExecutor, RetryPolicy, litellm_pricing
+from ._litellm_errors import (
+    LiteLLMNotInstalled,
+    ProviderAuthError,
+    ProviderBadRequest,
+    ProviderError,
+    ProviderRateLimited,
+    ProviderTimeout,
+    ProviderUnavailable,
+    UnknownModelError,
+)
 from ._messages import ContentPart, Message, ToolCall, from_openai, to_openai
 from ._models import (
     InferenceParams,
@@ -113,6 +142,7 @@ from ._suspension import (
     Decision,
     Deny,
     ParkedRun,
+    Remember,
     Replay,
     Respond,
     ResumeRejected,
@@ -127,7 +157,10 @@ from ._transcript import ContextPolicy, KeepAll, KeepLast, MessageView, Transcri
 __version__ = "0.1.0"
 
 __all__ = [
+    "AGENT_RUN",
     "CONTEXT_MESSAGES",
+    "LITELLM_PROVIDER",
+    "REQUEST_WINDOW",
     "TOOL_FILTER",
     "ActionHandler",
     "AgentConfig",
@@ -145,6 +178,8 @@ __all__ = [
     "CapabilityBoundError",
     "CapabilityBoundFailure",
     "CatalogFingerprint",
+    "ChildOutcome",
+    "ChildRunner",
     "Command",
     "CommittedBatch",
     "Complete",
@@ -154,6 +189,7 @@ __all__ = [
     "ContextPolicy",
     "Contributions",
     "Decision",
+    "DelegationRequest",
     "Deny",
     "Discovered",
     "Discovery",
@@ -176,6 +212,8 @@ __all__ = [
     "KeepAll",
     "KeepLast",
     "Key",
+    "LiteLLMExecutor",
+    "LiteLLMNotInstalled",
     "LlmExecutor",
     "LoopDetection",
     "MaxSteps",
@@ -183,6 +221,7 @@ __all__ = [
     "Message",
     "MessageView",
     "ModelSpec",
+    "NativeDelegationService",
     "NaturalEnd",
     "OnAwait",
     "ParkedRun",
@@ -195,7 +234,14 @@ __all__ = [
     "PluginLoadError",
     "PluginManifest",
     "Pricing",
+    "ProviderAuthError",
+    "ProviderBadRequest",
+    "ProviderError",
     "ProviderFailure",
+    "ProviderRateLimited",
+    "ProviderTimeout",
+    "ProviderUnavailable",
+    "Remember",
     "Remove",
     "Replay",
     "ResolutionError",
@@ -203,6 +249,8 @@ __all__ = [
     "Respond",
     "ResumeRejected",
     "ResumeTicket",
+    "RetryPolicy",
+    "RunDelegationService",
     "RunEndDecision",
     "RunEndGuard",
     "RunFinish",
@@ -256,13 +304,17 @@ __all__ = [
     "ToolObserver",
     "ToolOutput",
     "Transcript",
+    "UnknownModelError",
     "VersionConflict",
     "__version__",
     "discover",
     "event_adapter",
     "from_openai",
     "inject",
+    "litellm_pricing",
     "replay",
+    "run_child_agent",
+    "start_window_after",
     "to_openai",
     "tool",
 ]

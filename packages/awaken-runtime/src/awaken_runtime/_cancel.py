@@ -18,7 +18,7 @@ class CancellationToken:
     ``ctx.cancel.cancelled`` to stop early on their own.
     """
 
-    __slots__ = ("_armed", "_event", "_loop", "_reason", "_task")
+    __slots__ = ("_armed", "_children", "_event", "_loop", "_reason", "_task")
 
     def __init__(self) -> None:
         self._event: asyncio.Event | None = None
@@ -26,11 +26,22 @@ class CancellationToken:
         self._task: asyncio.Task[object] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._armed = False
+        self._children: list[CancellationToken] = []
+
+    def child(self) -> CancellationToken:
+        """A token cancelled whenever this one is (for sub-runs)."""
+        token = CancellationToken()
+        self._children.append(token)
+        if self._reason is not None:
+            token.cancel(self._reason)
+        return token
 
     def cancel(self, reason: str = "cancelled") -> None:
         """Request cancellation (idempotent, thread-safe)."""
         if self._reason is None:
             self._reason = reason
+        for child in self._children:
+            child.cancel(reason)
         loop = self._loop
         if loop is None:
             return

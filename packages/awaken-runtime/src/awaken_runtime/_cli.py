@@ -25,19 +25,33 @@ def _write(text: str) -> None:
     sys.stdout.flush()
 
 
-async def _stream(runtime: Runtime, agent_id: str, prompt: str) -> int:
+async def _stream(
+    runtime: Runtime, agent_id: str, prompt: str, args: argparse.Namespace | None = None
+) -> int:
     from ._demo import render_event
     from ._events import RunFinish
     from ._failures import Error
+    from ._messages import new_id
+    from .stores import open_store
 
+    url = getattr(args, "store", None) or "memory://"
+    runtime.store = open_store(url)
+    thread_id = getattr(args, "thread", None) or new_id("thread_")
     _write(f"user> {prompt}\n")
     code = 0
     color = sys.stdout.isatty()
-    async for event in runtime.stream(agent_id, prompt):
-        render_event(event, _write, color=color)
-        if isinstance(event, RunFinish) and isinstance(event.end_cause, Error):
-            _write(f"error: {event.end_cause.failure.message}\n")
-            code = 1
+    try:
+        async for event in runtime.stream(agent_id, prompt, thread_id=thread_id):
+            render_event(event, _write, color=color)
+            if isinstance(event, RunFinish) and isinstance(event.end_cause, Error):
+                _write(f"error: {event.end_cause.failure.message}\n")
+                code = 1
+    finally:
+        close = getattr(runtime.store, "close", None)
+        if close is not None:
+            await close()
+    if not url.startswith("memory:"):
+        sys.stderr.write(f"thread {thread_id} saved in {url} (continue it with --thread)\n")
     return code
 
 
@@ -45,7 +59,17 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from ._demo import DEMO_PROMPT, build_demo_runtime
 
     _write("awaken demo: a weather agent on a scripted model (offline, no API key)\n\n")
-    return asyncio.run(_stream(build_demo_runtime(), "weather", args.prompt or DEMO_PROMPT))
+    return _run_stream(build_demo_runtime(), "weather", args.prompt or DEMO_PROMPT, args)
+
+
+def _run_stream(runtime: Runtime, agent_id: str, prompt: str, args: argparse.Namespace) -> int:
+    from ._errors import AwakenError
+
+    try:
+        return asyncio.run(_stream(runtime, agent_id, prompt, args))
+    except AwakenError as exc:
+        sys.stderr.write(f"awaken {args.command}: {exc}\n")
+        return 2
 
 
 def _bound_summary(bound: Any) -> str:
@@ -140,15 +164,41 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from ._builder import AgentRuntimeBuilder
     from ._config import AgentConfig
     from ._errors import AwakenError
+    from ._litellm import LITELLM_PROVIDER, LiteLLMExecutor, litellm_pricing
     from ._models import ModelSpec
     from ._scripted import ScriptedExecutor
 
+    if args.agent is None and args.model is None:
+        sys.stderr.write("awaken run: give --agent FILE or --model PROVIDER/MODEL (or both)\n")
+        return 2
+    if args.api_base and args.model is None:
+        sys.stderr.write("awaken run: --api-base needs --model PROVIDER/MODEL\n")
+        return 2
     try:
         builder = AgentRuntimeBuilder()
-        config = AgentConfig.from_file(args.agent)
+        if args.agent is not None:
+            config = AgentConfig.from_file(args.agent)
+            for spec in _models_in_file(args.agent):
+                builder.with_model(ModelSpec.model_validate(spec))
+        else:
+            config = AgentConfig(
+                id="cli", instructions="You are a helpful assistant.", model_binding=args.model
+            )
+        if args.model is not None:
+            # --model binds the agent to a litellm model (litellm's PROVIDER/MODEL name),
+            # priced from litellm's local table when it knows the model.
+            builder.with_model(
+                ModelSpec(
+                    id=f"cli:{args.model}",
+                    provider=LITELLM_PROVIDER,
+                    model=args.model,
+                    api_base=args.api_base,
+                    pricing=litellm_pricing(args.model),
+                )
+            )
+            config = config.model_copy(update={"model_binding": f"cli:{args.model}"})
         builder.with_agent_spec(config)
-        for spec in _models_in_file(args.agent):
-            builder.with_model(ModelSpec.model_validate(spec))
+        builder.with_provider(LITELLM_PROVIDER, LiteLLMExecutor())
         # A built-in offline provider so an agent file can be tried without any key.
         builder.with_provider("echo", ScriptedExecutor([_echo], repeat=True, chunk_size=8))
         runtime = builder.build()
@@ -156,7 +206,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except AwakenError as exc:
         sys.stderr.write(f"awaken run: {exc}\n")
         return 2
-    return asyncio.run(_stream(runtime, config.id, args.prompt))
+    return _run_stream(runtime, config.id, args.prompt, args)
 
 
 def _echo(request: Any) -> str:
@@ -181,6 +231,29 @@ def _models_in_file(path: str) -> list[dict[str, Any]]:
     return list(models)
 
 
+def _store_options(parser: argparse.ArgumentParser, default: str) -> None:
+    parser.add_argument(
+        "--store",
+        help="store URL: sqlite:///path/awaken.db, file:///dir or memory:// "
+        f"(default: $AWAKEN_STORE, else {default})",
+    )
+    parser.add_argument("--thread", help="continue this thread id (default: a new thread)")
+
+
+def _store_url(args: argparse.Namespace) -> None:
+    """Fill ``args.store`` from ``--store``, ``AWAKEN_STORE`` or the command's default."""
+    import os
+
+    from .stores import STORE_ENV, default_store_url
+
+    if getattr(args, "store", None) or args.command not in ("run", "demo"):
+        return
+    if args.command == "demo":
+        args.store = os.environ.get(STORE_ENV) or "memory://"
+    else:
+        args.store = default_store_url()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``awaken`` command."""
     parser = argparse.ArgumentParser(
@@ -189,13 +262,26 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="run the offline demo agent (scripted model)")
     demo.add_argument("prompt", nargs="?", help="the user prompt (default: a weather question)")
+    _store_options(demo, "memory:// (nothing kept)")
     demo.set_defaults(func=_cmd_demo)
     plugins = sub.add_parser("plugins", help="list discovered plugins and load errors")
     plugins.add_argument("--json", action="store_true", help="machine-readable output")
     plugins.set_defaults(func=_cmd_plugins)
-    run = sub.add_parser("run", help="run an agent from a TOML/JSON/YAML file")
-    run.add_argument("--agent", required=True, help="agent file (may also hold [[models]])")
+    run = sub.add_parser("run", help="run an agent from a TOML/JSON/YAML file or on a model")
+    run.add_argument("--agent", help="agent file (may also hold [[models]])")
+    run.add_argument(
+        "--model",
+        metavar="PROVIDER/MODEL",
+        help="run on this litellm model (e.g. openai/gpt-4o-mini, ollama_chat/llama3.1); "
+        "overrides the agent file's model",
+    )
+    run.add_argument(
+        "--api-base",
+        metavar="URL",
+        help="base URL of the model's server (e.g. http://localhost:11434 for Ollama)",
+    )
     run.add_argument("prompt", help="the user prompt")
+    _store_options(run, "SQLite in $XDG_DATA_HOME/awaken/awaken.db")
     run.set_defaults(func=_cmd_run)
     return parser
 
@@ -203,6 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``awaken`` console script."""
     args = build_parser().parse_args(argv)
+    _store_url(args)
     try:
         code: int = args.func(args)
     except BrokenPipeError:

@@ -24,11 +24,13 @@ from ._state import Command, MergePolicy, Scope
 
 __all__ = [
     "CONTEXT_MESSAGES",
+    "REQUEST_WINDOW",
     "TOOL_FILTER",
     "Band",
     "ContextMessage",
     "ToolFilter",
     "inject",
+    "start_window_after",
 ]
 
 CONTEXT_MESSAGES = "awaken.context_messages"
@@ -36,6 +38,11 @@ CONTEXT_MESSAGES = "awaken.context_messages"
 
 TOOL_FILTER = "awaken.tool_filter"
 """Run-scope COMMUTATIVE key: ``{plugin id: ToolFilter data}``."""
+
+REQUEST_WINDOW = "awaken.request_window"
+"""Run-scope key: ``{"start_after_message_id": id}`` drops that message and
+everything before it from the next request (request-only; the transcript is
+untouched). Write it with :func:`start_window_after`."""
 
 
 class Band(enum.StrEnum):
@@ -78,6 +85,17 @@ def inject(*messages: ContextMessage) -> Command:
         scope=Scope.RUN,
         merge=MergePolicy.COMMUTATIVE,
     )
+
+
+def start_window_after(message_id: str) -> Command:
+    """The command that makes the next request start after ``message_id``.
+
+    Compaction uses it to replace a summarized prefix with its summary. The
+    loop never splits a tool call from its results: if the cut would, the
+    window starts earlier. The agent's context policy still applies; the
+    later of the two starts wins. Needs ``CapabilityBound.narrows_window``.
+    """
+    return Command.set(REQUEST_WINDOW, {"start_after_message_id": message_id}, scope=Scope.RUN)
 
 
 class ToolFilter(BaseModel):

@@ -36,6 +36,8 @@ class RunStart(_Event):
     type: Literal["run_start"] = "run_start"
     thread_id: str
     agent_id: str
+    parent_run_id: str | None = None
+    """Set for a sub-agent run: the run that delegated to it."""
 
 
 class StepStart(_Event):

@@ -10,11 +10,11 @@ got (with the parked-run record), and a resume continues that same step.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from pydantic_core import to_json
 
-from ._context import CONTEXT_MESSAGES, TOOL_FILTER
+from ._context import CONTEXT_MESSAGES, REQUEST_WINDOW, TOOL_FILTER
 from ._errors import CapabilityBoundError
 from ._events import RunFinish, RunStart, StepEnd, StepStart
 from ._failures import (
@@ -28,8 +28,8 @@ from ._failures import (
     Phase,
     Stopped,
 )
-from ._gates import Steer
-from ._messages import Message, new_id
+from ._gates import AwaitReason, Steer
+from ._messages import Message, ToolCall, new_id
 from ._models import TokenUsage
 from ._phases import RUNTIME, End, log
 from ._plugin import PhaseHookPoint
@@ -44,9 +44,10 @@ from ._suspension import (
     Replay,
     Respond,
     ResumeTicket,
+    SuspendCall,
 )
 from ._thread_store import RunRecord, ThreadSnapshot
-from ._tool_calls import ToolCallRunner, bind, with_plugin
+from ._tool_calls import ToolCallRunner, _Parked, bind, with_plugin
 from ._tools import ToolOutput
 from ._transcript import Transcript
 
@@ -68,6 +69,8 @@ class AgentLoop(ToolCallRunner):
     """Drives one run (or one resumed leg of a run) of an agent over a thread."""
 
     ticket_secret: bytes | None = None
+    cancel_child: Callable[[str], Awaitable[object]] | None = None
+    """Cancels a waiting child run by thread id (set by the runtime)."""
     _open_step = False
 
     # -- guards ----------------------------------------------------------------
@@ -108,6 +111,8 @@ class AgentLoop(ToolCallRunner):
         self.step_usage = response.usage
         self.usage = self.usage + response.usage
         step_cost = self.agent.snapshot.model.cost(response.usage)
+        if step_cost is None:
+            step_cost = response.cost  # the provider's own price table, if it knew the model
         if step_cost is not None:
             self.cost = (self.cost or 0.0) + step_cost
         self.transcript.append(
@@ -124,12 +129,12 @@ class AgentLoop(ToolCallRunner):
         for key in (CONTEXT_MESSAGES, TOOL_FILTER):
             if (_RUN, key) in store:
                 clear.append(StagedCommand(RUNTIME, Command.remove(key, scope=_RUN, merge=_COMM)))
+        if (_RUN, REQUEST_WINDOW) in store:
+            clear.append(StagedCommand(RUNTIME, Command.remove(REQUEST_WINDOW, scope=_RUN)))
         await self._phase(_AFTER_INFERENCE, clear, response=response)
         self._boundary()
         if response.tool_calls:
-            for call in response.tool_calls:
-                await self._tool_call(call)
-                self._boundary()
+            await self._run_calls(response.tool_calls)
             if not self._parked:
                 self._release_held()
             return None
@@ -218,6 +223,7 @@ class AgentLoop(ToolCallRunner):
                     run_id=self.run_id,
                     thread_id=self.binding.thread_id,
                     agent_id=self.config.id,
+                    parent_run_id=self.parent_run_id,
                 )
             )
 
@@ -306,6 +312,16 @@ class AgentLoop(ToolCallRunner):
         self.usage = parked.usage
         self.cost = parked.cost
 
+    async def claim(self, parked: ParkedRun, ticket_ids: Sequence[str]) -> None:
+        """Take the decided tickets out of the stored record before anything runs.
+
+        Two resumers that loaded the same version race here; the loser gets
+        ``VersionConflict`` before it executes anything, so no call runs twice.
+        """
+        claimed = set(ticket_ids)
+        kept = [t for t in parked.tickets if t.ticket_id not in claimed]
+        await self._checkpoint(parked=self._parked_record(parked.snapshot_id, kept), force=True)
+
     async def resume(
         self, parked: ParkedRun, decisions: Sequence[tuple[ResumeTicket, Decision]]
     ) -> RunState:
@@ -314,7 +330,7 @@ class AgentLoop(ToolCallRunner):
         self._kept_tickets = [t for t in parked.tickets if t.ticket_id not in decided]
         self._start_event()
         try:
-            for done, (ticket, decision) in enumerate(decisions, start=1):
+            for ticket, decision in decisions:
                 await self._apply(ticket, decision)
                 # Each decided call is checkpointed at once, so it is never lost or
                 # redone, whatever happens to the rest of this leg.
@@ -323,8 +339,8 @@ class AgentLoop(ToolCallRunner):
                     *self._kept_tickets,
                     *self._ticket_parked_calls(snapshot_id),
                 ]
-                waiting = [*self._kept_tickets, *(t for t, _ in decisions[done:])]
-                record = self._parked_record(snapshot_id, waiting) if waiting else None
+                # Until the step ends the thread stays parked (busy), even with no tickets.
+                record = self._parked_record(snapshot_id, self._kept_tickets)
                 await self._checkpoint(parked=record, force=True)
                 self._boundary()
         except End as end:
@@ -334,12 +350,32 @@ class AgentLoop(ToolCallRunner):
         if self._parked or self._kept_tickets:
             return await self._park_run()
         self._release_held()
+        # A claimed call whose leg crashed earlier never got a result: answer it now.
+        self._close_open_calls("its resume did not complete")
         return await self._drive(None, first=True)
 
     async def _apply(self, ticket: ResumeTicket, decision: Decision) -> None:
         call = ticket.call
         self._applying = call.id
-        if isinstance(decision, Approve):
+        self._decision = decision
+        try:
+            await self._apply_decision(ticket, call, decision)
+        finally:
+            self._decision = None
+
+    async def _apply_decision(
+        self, ticket: ResumeTicket, call: ToolCall, decision: Decision
+    ) -> None:
+        if ticket.await_reason is AwaitReason.DELEGATION and self.children is not None:
+            # The decision is for the child's pending call: resume the child.
+            try:
+                outcome = await self.children.resume(ticket.payload, decision)
+                output = outcome.to_output()
+            except SuspendCall as signal:
+                self._park(_Parked(call, signal.await_reason, signal.payload))
+                return
+            await self._record(call, output, "success" if not output.is_error else "error", [])
+        elif isinstance(decision, Approve):
             await self._tool_call(call, approved=True)
         elif isinstance(decision, Replay):
             await self._tool_call(call.model_copy(update={"arguments": decision.arguments}))
@@ -350,17 +386,23 @@ class AgentLoop(ToolCallRunner):
             value = decision.value
             content = value if isinstance(value, str) else to_json(value).decode()
             await self._record(call, ToolOutput.ok(content), "success", [])
+        else:  # the runtime validates decisions; this guards direct callers
+            raise TypeError(f"not a decision: {decision!r}")
 
     async def cancel_parked(self, parked: ParkedRun) -> RunState:
         """End a waiting run as ``Cancelled``; its parked calls get error results."""
         self._kept_tickets = []
+        for ticket in parked.tickets:
+            if ticket.await_reason is AwaitReason.DELEGATION and self.cancel_child is not None:
+                await self.cancel_child(ticket.payload["child_thread_id"])
         self._start_event()
         return await self._finish(Cancelled())
 
     # -- finishing ---------------------------------------------------------------
 
-    def _close_open_calls(self, cause: EndCause) -> None:
+    def _close_open_calls(self, why: EndCause | str) -> None:
         """Answer calls of a checkpointed, unfinished step so the thread stays valid."""
+        reason = why if isinstance(why, str) else f"the run ended ({why.kind})."
         answered = set()
         for message in reversed(self.transcript.view()):
             if message.role == "tool":
@@ -373,7 +415,7 @@ class AgentLoop(ToolCallRunner):
                         self.transcript.append(
                             Message.tool(
                                 call.id,
-                                f"The call was {how}: the run ended ({cause.kind}).",
+                                f"The call was {how}: {reason}",
                                 name=call.name,
                                 metadata={"is_error": True},
                             )
@@ -412,6 +454,7 @@ class AgentLoop(ToolCallRunner):
         tickets = parked.tickets if parked is not None else []
         final = self.final_text if isinstance(cause, NaturalEnd) else ""
         state = RunState(
+            parent_run_id=self.parent_run_id,
             run_id=self.run_id,
             thread_id=self.binding.thread_id,
             agent_id=self.config.id,

@@ -16,7 +16,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ._cancel import CancellationToken
-from ._context import CONTEXT_MESSAGES, TOOL_FILTER
+from ._context import CONTEXT_MESSAGES, REQUEST_WINDOW, TOOL_FILTER
+from ._delegation import ChildRunner
 from ._effects import ACTIONS_KEY, EFFECT_FAILURES_KEY, Effect, ScheduledAction
 from ._errors import CapabilityBoundError, StateConflictError
 from ._events import AgentEvent
@@ -106,6 +107,9 @@ class PhaseRunner:
         self.tools: dict[str, Tool] = dict(agent.tools)
         self.visible: set[str] | None = None
         self._seq = 0
+        self.children: ChildRunner | None = None
+        self._decision: Any = None
+        self.parent_run_id: str | None = None
         self._effects: list[tuple[str, Effect]] = []
         self._new_actions: list[tuple[str, ScheduledAction]] = []
         self._hooks = agent.hooks
@@ -151,6 +155,12 @@ class PhaseRunner:
             if not bound.narrows_tools or set(value) - {plugin_id}:
                 raise CapabilityBoundError(
                     plugin_id, "narrows_tools=True", "narrows tools (only its own filter entry)"
+                )
+            return
+        if command.key == REQUEST_WINDOW and command.scope is _RUN:
+            if not bound.narrows_window:
+                raise CapabilityBoundError(
+                    plugin_id, "narrows_window=True", "narrows the request window"
                 )
             return
         if not bound.allows_key(command.scope, command.key):
@@ -209,8 +219,17 @@ class PhaseRunner:
             run=self._info(),
             messages=self.transcript.view(),
             plugin_id=plugin_id,
+            children=self.children,
+            decision=self._decision,
             **extra,
         )
+
+    def add_usage(self, usage: TokenUsage, cost: float | None) -> None:
+        """Add usage (e.g. a sub-agent's) to this run's and this step's totals."""
+        self.usage = self.usage + usage
+        self.step_usage = self.step_usage + usage
+        if cost is not None:
+            self.cost = (self.cost or 0.0) + cost
 
     async def _call_all(
         self, label: str, calls: list[tuple[str, Callable[[], Any]]]

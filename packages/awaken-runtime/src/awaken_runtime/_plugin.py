@@ -25,6 +25,7 @@ from ._stop import StopConditionHook
 from ._tools import Tool, ToolOutput
 
 if TYPE_CHECKING:
+    from ._delegation import ChildRunner
     from ._gates import GateDecision, RunEndDecision
     from ._models import InferenceRequest, InferenceResponse
     from ._transcript import MessageView
@@ -76,6 +77,8 @@ class CapabilityBound(BaseModel):
     dynamic_tools: bool = False
     context_bands: frozenset[Band] = frozenset()
     narrows_tools: bool = False
+    narrows_window: bool = False
+    """May start the next request later in the transcript (``start_window_after``)."""
     effect_handlers: frozenset[str] = frozenset()
     """Effect names the plugin may handle."""
     action_handlers: frozenset[str] = frozenset()
@@ -150,6 +153,11 @@ class PhaseContext:
     response: InferenceResponse | None = None
     tool_call: ToolCall | None = None
     tool_output: ToolOutput | None = None
+    children: ChildRunner | None = None
+    """Starts sub-agent runs linked to this run (e.g. a compactor agent)."""
+    decision: Any = None
+    """While a resumed call is gated, executed and recorded: the decision that
+    resumed it (``Approve``, ``Deny``, ``Respond`` or ``Replay``)."""
 
 
 @dataclass(slots=True)
@@ -205,6 +213,8 @@ class Contributions:
     effect_handlers: Mapping[str, EffectHandler] = field(default_factory=dict)
     action_handlers: Mapping[str, ActionHandler] = field(default_factory=dict)
     stop_conditions: Sequence[StopConditionHook] = ()
+    inherit: bool = False
+    """Also apply this plugin's gates, observers and hooks to sub-agents of the agent."""
 
     def hooks_at(self, point: PhaseHookPoint) -> list[PhaseHook]:
         """The hooks contributed for ``point`` as a list."""

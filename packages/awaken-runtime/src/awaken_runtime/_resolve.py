@@ -9,6 +9,7 @@ already checked against each plugin's capability bound.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Mapping
@@ -18,6 +19,7 @@ from typing import Any, TypeAlias
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ._config import AgentConfig
+from ._delegation import AGENT_RUN, DelegationTool
 from ._effects import ActionHandler, EffectHandler
 from ._errors import AgentConfigError, CapabilityBoundError, ResolutionError
 from ._models import LlmExecutor, ModelSpec
@@ -120,6 +122,31 @@ class ResolvedAgent:
     effect_handlers: dict[str, tuple[str, EffectHandler]] = field(default_factory=dict)
     action_handlers: dict[str, tuple[str, ActionHandler]] = field(default_factory=dict)
     stop_conditions: list[tuple[str, StopConditionHook]] = field(default_factory=list)
+    inherited: set[str] = field(default_factory=set)
+    """Plugins whose contributions also apply to this agent's sub-agents."""
+
+    def with_inherited(self, parent: ResolvedAgent) -> ResolvedAgent:
+        """This agent plus the parent's inheritable plugins it does not enable itself."""
+        extra = parent.inherited - set(self.bounds)
+        if not extra:
+            return self
+
+        def pick(items: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+            return [(pid, item) for pid, item in items if pid in extra]
+
+        hooks = {point: list(items) for point, items in self.hooks.items()}
+        for point, items in parent.hooks.items():
+            hooks.setdefault(point, []).extend(pick(items))
+        return dataclasses.replace(
+            self,
+            bounds={**self.bounds, **{pid: parent.bounds[pid] for pid in extra}},
+            hooks=hooks,
+            gates=[*self.gates, *pick(parent.gates)],
+            observers=[*self.observers, *pick(parent.observers)],
+            guards=[*self.guards, *pick(parent.guards)],
+            stop_conditions=[*self.stop_conditions, *pick(parent.stop_conditions)],
+            inherited=self.inherited | extra,
+        )
 
     @property
     def config(self) -> AgentConfig:
@@ -195,7 +222,9 @@ def check_contributions(plugin_id: str, bound: CapabilityBound, c: Contributions
             raise CapabilityBoundError(plugin_id, f"{name}=True", f"contributes {name}")
 
 
-def resolve_agent(registries: Registries, agent_id: str) -> ResolvedAgent:
+def resolve_agent(
+    registries: Registries, agent_id: str, delegation_tool_id: str = AGENT_RUN
+) -> ResolvedAgent:
     """Resolve ``agent_id``; errors name the missing id and list what is available."""
     config: AgentConfig = _lookup(agent_id, "agent", agent_id, registries.agents)
     model: ModelSpec = _lookup(agent_id, "model", config.model_binding, registries.models)
@@ -256,6 +285,8 @@ def resolve_agent(registries: Registries, agent_id: str) -> ResolvedAgent:
         resolved.guards.extend((pid, g) for g in contributions.run_end_guards)
         resolved.dynamic_tools.extend((pid, d) for d in contributions.dynamic_tools)
         resolved.stop_conditions.extend((pid, h) for h in contributions.stop_conditions)
+        if contributions.inherit:
+            resolved.inherited.add(pid)
         for table, given in (
             (resolved.effect_handlers, contributions.effect_handlers),
             (resolved.action_handlers, contributions.action_handlers),
@@ -269,6 +300,14 @@ def resolve_agent(registries: Registries, agent_id: str) -> ResolvedAgent:
                 table[name] = (pid, handler)  # type: ignore[assignment]
         dumped = validated.model_dump(mode="json") if isinstance(validated, BaseModel) else {}
         plugins.append(ResolvedPlugin(manifest=manifest, config=dumped))
+    if config.delegates:
+        delegation = DelegationTool(list(config.delegates), delegation_tool_id)
+        if delegation_tool_id in tools:
+            raise AgentConfigError(
+                f"agent {agent_id!r} has delegates, so {delegation_tool_id!r} is its delegation "
+                f"tool; remove the tool of that id from tool_ids or plugins"
+            )
+        tools[delegation_tool_id] = delegation
     descriptors = [t.descriptor for t in tools.values()]
     resolved.snapshot = ExecutableAgentSnapshot(
         config=config,

@@ -28,6 +28,7 @@ class RunState(BaseModel):
     thread_id: str
     agent_id: str
     phase: Phase
+    parent_run_id: str | None = None
     end_cause: EndCause | None = None
     final_text: str = ""
     steps: int = 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from datetime import UTC, datetime
@@ -11,6 +12,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from ._cancel import CancellationToken
+from ._delegation import (
+    ChildRunner,
+    DelegationRequest,
+    NativeDelegationService,
+    RunDelegationService,
+)
 from ._discovery import Discovery
 from ._errors import AgentConfigError, VersionConflict
 from ._events import AgentEvent, RunFinish
@@ -19,8 +26,20 @@ from ._loop import AgentLoop
 from ._messages import Message, new_id
 from ._resolve import ExecutableAgentSnapshot, Registries, ResolvedAgent, resolve_agent
 from ._run_state import RunState
-from ._suspension import Decision, ParkedRun, ResumeRejected, ResumeTicket, ThreadBusy
+from ._suspension import (
+    Approve,
+    Decision,
+    Deny,
+    ParkedRun,
+    Replay,
+    Respond,
+    ResumeRejected,
+    ResumeTicket,
+    ThreadBusy,
+    decision_adapter,
+)
 from ._thread_store import InMemoryStore, ScopeBinding, ThreadStore
+from .stores._lease import hold_lease
 
 __all__ = ["OnAwait", "RunInput", "Runtime"]
 
@@ -53,6 +72,20 @@ def _parse_ticket(value: TicketLike) -> ResumeTicket:
         raise ResumeRejected(f"malformed ticket: {exc.errors()[0]['msg']}") from None
 
 
+def _parse_decision(value: Any) -> Decision:
+    if isinstance(value, (Approve, Deny, Respond, Replay)):
+        return value
+    try:
+        if isinstance(value, (str, bytes)):
+            return decision_adapter.validate_json(value)
+        return decision_adapter.validate_python(value)
+    except ValidationError as exc:
+        raise ResumeRejected(
+            f"malformed decision {value!r}: {exc.errors()[0]['msg']}; give Approve(), "
+            f"Deny(reason), Respond(value) or Replay(arguments)"
+        ) from None
+
+
 class Runtime:
     """Resolves agents against fixed registries and runs them over threads.
 
@@ -70,6 +103,7 @@ class Runtime:
         store: ThreadStore | None = None,
         discovery: Discovery | None = None,
         ticket_secret: bytes | None = None,
+        delegation: RunDelegationService | None = None,
     ) -> None:
         self.registries = registries
         self.store: ThreadStore = store if store is not None else InMemoryStore()
@@ -77,6 +111,9 @@ class Runtime:
         self.ticket_secret = ticket_secret
         self._resolved: dict[str, ResolvedAgent] = {}
         self._thread_locks: dict[str, asyncio.Lock] = {}
+        self.delegation: RunDelegationService = (
+            delegation if delegation is not None else NativeDelegationService(self)
+        )
 
     # -- resolution --------------------------------------------------------------
 
@@ -96,7 +133,7 @@ class Runtime:
             return resolved
         found = self._resolved.get(agent)
         if found is None:
-            found = resolve_agent(self.registries, agent)
+            found = resolve_agent(self.registries, agent, self.delegation.tool_id())
             self._resolved[agent] = found
         return found
 
@@ -110,6 +147,11 @@ class Runtime:
     ) -> AgentLoop:
         loop = AgentLoop(resolved, self.store, binding, run_id, cancel=cancel, emit=emit)
         loop.ticket_secret = self.ticket_secret
+        loop.children = ChildRunner(self.delegation, loop)
+        loop.cancel_child = self._cancel_child
+        loop.delegation_tool_id = self.delegation.tool_id()
+        if self.delegation.supports_parallel():
+            loop.parallel_limit = max(1, int(getattr(self.delegation, "max_parallel", 4)))
         for plugin_id, source in resolved.dynamic_tools:
             for extra in source():
                 tid = extra.descriptor.id
@@ -148,11 +190,12 @@ class Runtime:
 
         ``profile_id`` binds PROFILE-scope state, ``namespace`` SHARED-scope
         state. ``on_event`` receives every ``AgentEvent`` as it happens.
-        Raises ``ThreadBusy`` if the thread has a run waiting for decisions.
+        Raises ``ThreadBusy`` if the thread has a run waiting for decisions, or
+        an active run elsewhere (the store's per-thread lease).
         """
         resolved = self._agent(agent)
         binding = ScopeBinding(thread_id or new_id("thread_"), profile_id, namespace)
-        async with self._lock(binding.thread_id):
+        async with self._lock(binding.thread_id), hold_lease(self.store, binding.thread_id):
             snapshot = await self.store.load(binding)
             if snapshot.parked is not None:
                 raise ThreadBusy(
@@ -252,9 +295,19 @@ class Runtime:
         it parked with; otherwise ``ResumeRejected`` is raised and nothing
         changes. The run stays ``WAITING`` while other tickets remain.
         """
+        return await self._resume(decisions, cancel=cancel, on_event=on_event)
+
+    async def _resume(
+        self,
+        decisions: Sequence[tuple[TicketLike, Decision]],
+        *,
+        cancel: CancellationToken | None,
+        on_event: EventSink | None,
+        parent: DelegationRequest | None = None,
+    ) -> RunState:
         if not decisions:
             raise ResumeRejected("no decisions given")
-        pairs = [(_parse_ticket(t), d) for t, d in decisions]
+        pairs = [(_parse_ticket(t), _parse_decision(d)) for t, d in decisions]
         if self.ticket_secret is not None:
             for ticket, _ in pairs:
                 if not ticket.verify(self.ticket_secret):
@@ -266,23 +319,61 @@ class Runtime:
         if len(thread_ids) != 1:
             raise ResumeRejected("all tickets of one resume must belong to the same thread")
         thread_id = thread_ids.pop()
-        async with self._lock(thread_id):
+        async with self._lock(thread_id), hold_lease(self.store, thread_id):
             parked, resolved = await self._check(thread_id, [t for t, _ in pairs])
+            if parent is not None and parent.inherited is not None:
+                resolved = resolved.with_inherited(parent.inherited)
             binding = ScopeBinding(thread_id, parked.profile_id, parked.namespace)
             snapshot = await self.store.load(binding)
             loop = self._new_loop(resolved, binding, parked.run_id, cancel, on_event)
+            if parent is not None:
+                loop.parent_run_id = parent.parent_run_id
             loop.restore(snapshot, parked)
             stored = {t.ticket_id: t for t in parked.tickets}
             try:
-                return await loop.resume(parked, [(stored[t.ticket_id], d) for t, d in pairs])
+                await loop.claim(parked, [t.ticket_id for t, _ in pairs])
             except VersionConflict as exc:
-                raise ResumeRejected(f"the thread changed while resuming: {exc}") from exc
+                raise ResumeRejected(
+                    f"another resume of thread {thread_id!r} claimed these tickets first: {exc}"
+                ) from exc
+            return await loop.resume(parked, [(stored[t.ticket_id], d) for t, d in pairs])
+
+    # -- sub-agents --------------------------------------------------------------
+
+    async def run_child(self, request: DelegationRequest, text: str) -> RunState:
+        """Run a sub-agent for a parent run (used by the native delegation service)."""
+        resolved = self._agent(request.agent_id)
+        if request.inherited is not None:
+            resolved = resolved.with_inherited(request.inherited)
+        binding = ScopeBinding(request.thread_id, request.profile_id, request.namespace)
+        async with self._lock(binding.thread_id), hold_lease(self.store, binding.thread_id):
+            snapshot = await self.store.load(binding)
+            if snapshot.parked is not None:
+                raise ThreadBusy(f"child thread {binding.thread_id!r} has a waiting run")
+            loop = self._new_loop(
+                resolved, binding, new_id("run_"), request.cancel, request.on_event
+            )
+            loop.parent_run_id = request.parent_run_id
+            return await loop.run(snapshot, [Message.user(text)])
+
+    async def resume_child(
+        self, request: DelegationRequest, ticket: ResumeTicket, decision: Decision
+    ) -> RunState:
+        """Resume a waiting sub-agent with a decision made on its parent's ticket."""
+        return await self._resume(
+            [(ticket, decision)], cancel=request.cancel, on_event=request.on_event, parent=request
+        )
+
+    async def _cancel_child(self, thread_id: str) -> None:
+        # ResumeRejected: the child is not waiting (it finished or was cancelled already).
+        with contextlib.suppress(ResumeRejected):
+            await self.cancel_waiting(thread_id)
 
     async def cancel_waiting(
         self, thread_id: str, *, on_event: EventSink | None = None
     ) -> RunState:
         """End the thread's waiting run as ``Cancelled``; its parked calls get error results."""
-        async with self._lock(thread_id):
+        async with self._lock(thread_id), hold_lease(self.store, thread_id):
             snapshot = await self.store.load(ScopeBinding(thread_id, "default", "default"))
             parked = snapshot.parked
             if parked is None:
@@ -340,14 +431,17 @@ async def _stream(
     queue: asyncio.Queue[AgentEvent | None] = asyncio.Queue()
     task = asyncio.ensure_future(start(queue.put_nowait))
     task.add_done_callback(lambda _t: queue.put_nowait(None))
+    root: str | None = None  # sub-agent events share the stream; stop at the root's finish
     try:
         while True:
             item = await queue.get()
             if item is None:
                 await task  # re-raises what the run raised
                 return
+            if root is None:
+                root = item.run_id
             yield item
-            if isinstance(item, RunFinish):
+            if isinstance(item, RunFinish) and item.run_id == root:
                 await task
                 return
     finally:

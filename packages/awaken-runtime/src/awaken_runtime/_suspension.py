@@ -14,9 +14,9 @@ import hashlib
 import hmac
 import json
 from datetime import UTC, datetime
-from typing import Any, Literal, TypeAlias
+from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from ._errors import AwakenError
 from ._gates import AwaitReason
@@ -28,6 +28,7 @@ __all__ = [
     "Decision",
     "Deny",
     "ParkedRun",
+    "Remember",
     "Replay",
     "Respond",
     "ResumeRejected",
@@ -119,11 +120,21 @@ class ResumeTicket(BaseModel):
         return self.deadline is not None and (now or datetime.now(UTC)) > self.deadline
 
 
+Remember = Literal["once", "thread", "profile"]
+"""How far a decision reaches: this call only, this thread, or this profile.
+
+The runtime applies the decision to its call; plugins that gate calls (the
+permissions extension) read ``remember`` from the decision they are shown
+(``PhaseContext.decision``) and record a rule for the wider scope.
+"""
+
+
 class Approve(BaseModel):
     """Run the parked call (gates still apply, but none can suspend it again)."""
 
     model_config = ConfigDict(frozen=True)
     kind: Literal["approve"] = "approve"
+    remember: Remember = "once"
 
 
 class Deny(BaseModel):
@@ -132,6 +143,7 @@ class Deny(BaseModel):
     model_config = ConfigDict(frozen=True)
     kind: Literal["deny"] = "deny"
     reason: str = "denied by the user"
+    remember: Remember = "once"
 
 
 class Respond(BaseModel):
@@ -150,8 +162,11 @@ class Replay(BaseModel):
     arguments: dict[str, Any]
 
 
-Decision: TypeAlias = Approve | Deny | Respond | Replay
-"""A human's (or system's) answer to one ticket."""
+Decision: TypeAlias = Annotated[Approve | Deny | Respond | Replay, Field(discriminator="kind")]
+"""A human's (or system's) answer to one ticket; JSON form: ``{"kind": "approve"}``."""
+
+decision_adapter: TypeAdapter[Decision] = TypeAdapter(Decision)
+"""Validates a decision given as an object, a dict or JSON text."""
 
 
 class ParkedRun(BaseModel):

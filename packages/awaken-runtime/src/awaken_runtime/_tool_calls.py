@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from ._context import CONTEXT_MESSAGES, TOOL_FILTER, visible_tools
+from ._context import CONTEXT_MESSAGES, REQUEST_WINDOW, TOOL_FILTER, visible_tools
 from ._errors import ToolError
 from ._events import TextDelta, ToolCallDone, ToolCallReady
 from ._failures import Cancelled, ProviderFailure, ToolFailure
@@ -53,6 +53,9 @@ class ToolCallRunner(PhaseRunner):
     _stop: StopTracker | None = None
     _held: list[Message]
     _gate_owner: str | None = None
+    delegation_tool_id: str = "agent_run"
+    parallel_limit: int = 1
+    """How many delegation calls of one response may run at once (1: sequential)."""
 
     def _release_held(self) -> None:
         """Append the AFTER_TOOL messages held back while the step's calls ran."""
@@ -78,7 +81,9 @@ class ToolCallRunner(PhaseRunner):
         store = self.engine.store
         filters = store.get_value(TOOL_FILTER, _RUN)
         entries = self.assembler.entries(store.get_value(CONTEXT_MESSAGES, _RUN), self.step)
-        window = self.transcript.window(self.config.context_policy)
+        override = store.get_value(REQUEST_WINDOW, _RUN)
+        after = override.get("start_after_message_id") if isinstance(override, dict) else None
+        window = self.transcript.window(self.config.context_policy, after)
         messages = self.assembler.messages(window, self.transcript.last_user_index, entries)
         if filters:
             ids = visible_tools(self.tools, filters)
@@ -188,7 +193,80 @@ class ToolCallRunner(PhaseRunner):
                 best, self._gate_owner = decision, pid
         return best
 
-    async def _execute(self, call: ToolCall) -> ToolOutput:
+    async def _run_calls(self, calls: list[ToolCall]) -> None:
+        """Run one response's calls: in model order, or as a parallel delegation batch."""
+        batchable = (
+            len(calls) > 1
+            and self.parallel_limit > 1
+            and all(c.name == self.delegation_tool_id for c in calls)
+        )
+        if batchable and await self._parallel_batch(calls):
+            return
+        for call in calls:
+            await self._tool_call(call)
+            self._boundary()
+
+    async def _parallel_batch(self, calls: list[ToolCall]) -> bool:
+        """Run delegation calls concurrently if every gate allows all of them.
+
+        Results are published together, in model order, after their state
+        commands were validated as one batch. Returns ``False`` (having
+        changed nothing) when a gate objects: the calls then run one by one.
+        """
+        mark = len(self._effects)
+        for call in calls:
+            if await self._gate(call) is not None:
+                del self._effects[mark:]
+                return False
+        for call in calls:
+            self._emit_ready(call)
+        batch: list[StagedCommand] = []
+        observers = self.agent.observers
+        for call in calls if observers else ():
+            ctx = self._ctx("before_tool_execute", "", tool_call=call)
+            reactions = await self._call_all(
+                "TOOL_OBSERVER", [(pid, bind(o, with_plugin(ctx, pid))) for pid, o in observers]
+            )
+            self._collect("before_tool_execute", reactions, batch)
+        limit = asyncio.Semaphore(self.parallel_limit)
+
+        async def one(call: ToolCall) -> ToolOutput:
+            async with limit:
+                return await self._execute(call, arm=False)
+
+        try:
+            results = await asyncio.gather(*(one(c) for c in calls), return_exceptions=True)
+        except asyncio.CancelledError:
+            raise self._interrupted() from None
+        done: list[tuple[ToolCall, ToolOutput]] = []
+        for call, result in zip(calls, results, strict=True):
+            if isinstance(result, SuspendCall):
+                self._park(_Parked(call, result.await_reason, result.payload, result.deadline))
+            elif isinstance(result, ToolError):
+                raise fail(ToolFailure(tool_id=call.name, call_id=call.id, message=str(result)))
+            elif isinstance(result, BaseException):
+                raise result
+            else:
+                self._stage(batch, call.id, self.tool_owner.get(call.name), result.state)
+                done.append((call, result))
+        self._commit("after_tool_batch", batch)
+        for call, output in done:
+            await self._record(call, output, "error" if output.is_error else "success", [])
+        return True
+
+    def _emit_ready(self, call: ToolCall) -> None:
+        if self.emit is not None:
+            self.emit(
+                ToolCallReady(
+                    seq=self._next_seq(),
+                    run_id=self.run_id,
+                    call_id=call.id,
+                    name=call.name,
+                    arguments=call.arguments,
+                )
+            )
+
+    async def _execute(self, call: ToolCall, *, arm: bool = True) -> ToolOutput:
         tool = self.tools[call.name]
         if call.parse_error is not None:
             return ToolOutput.error(f"Invalid arguments for tool '{call.name}': {call.parse_error}")
@@ -200,9 +278,12 @@ class ToolCallRunner(PhaseRunner):
             tool_id=call.name,
             cancel=self.cancel,
             profile_id=self.binding.profile_id,
+            children=self.children,
+            decision=self._decision,
         )
         token = self.cancel
-        token.arm()
+        if arm:
+            token.arm()
         try:
             output = await tool.call(call.arguments, ctx)
         except (ToolError, SuspendCall):
@@ -213,7 +294,8 @@ class ToolCallRunner(PhaseRunner):
             log.exception("tool %r raised (call %s)", call.name, call.id)
             return ToolOutput.error(f"Tool '{call.name}' failed: {type(exc).__name__}: {exc}")
         finally:
-            token.disarm()
+            if arm:
+                token.disarm()
         if not isinstance(output, ToolOutput):
             raise fail(
                 ToolFailure(
@@ -226,16 +308,7 @@ class ToolCallRunner(PhaseRunner):
 
     async def _tool_call(self, call: ToolCall, *, approved: bool = False) -> None:
         """Gate, execute and record one call, or park it."""
-        if self.emit is not None:
-            self.emit(
-                ToolCallReady(
-                    seq=self._next_seq(),
-                    run_id=self.run_id,
-                    call_id=call.id,
-                    name=call.name,
-                    arguments=call.arguments,
-                )
-            )
+        self._emit_ready(call)
         decision = await self._gate(call)
         if approved and isinstance(decision, (Suspend, Schedule)):
             decision = None  # a human approved this call: gates may still block it
@@ -275,6 +348,14 @@ class ToolCallRunner(PhaseRunner):
         except ToolError as exc:
             raise fail(ToolFailure(tool_id=call.name, call_id=call.id, message=str(exc))) from exc
         except SuspendCall as signal:
+            if approved and signal.await_reason is AwaitReason.TOOL_PERMISSION:
+                # Approval was given: asking again would park this call forever.
+                output = ToolOutput.error(
+                    f"Tool '{call.name}' asked for permission again after it was approved; "
+                    f"a tool should read ctx.decision instead of suspending twice"
+                )
+                await self._record(call, output, "error", batch)
+                return
             self._commit("before_tool_execute", batch)
             self._park(_Parked(call, signal.await_reason, signal.payload, signal.deadline))
             return

@@ -6,13 +6,16 @@ import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ._cancel import CancellationToken
 from ._effects import Effect
 from ._state import Command, Store
+
+if TYPE_CHECKING:
+    from ._delegation import ChildRunner
 
 __all__ = ["Tool", "ToolCallContext", "ToolDescriptor", "ToolOutput"]
 
@@ -92,6 +95,11 @@ class ToolCallContext:
     cancel: CancellationToken
     emit_progress: Callable[[str], None] = field(default=lambda _text: None)
     profile_id: str = "default"
+    children: ChildRunner | None = None
+    """Starts sub-agent runs linked to this run (see ``run_child_agent``)."""
+    decision: Any = None
+    """On a call resumed by ``Approve``: that decision (a tool that suspended
+    for permission proceeds instead of asking again)."""
 
 
 @runtime_checkable

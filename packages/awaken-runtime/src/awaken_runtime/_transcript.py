@@ -90,10 +90,11 @@ class Transcript:
     hands the rest to the store at each checkpoint.
     """
 
-    __slots__ = ("_items", "_last_user", "committed")
+    __slots__ = ("_ids", "_items", "_last_user", "committed")
 
     def __init__(self, messages: Sequence[Message] = ()) -> None:
         self._items: list[Message] = list(messages)
+        self._ids: dict[str, int] | None = None  # built on first index_of()
         self.committed = len(self._items)
         self._last_user = -1
         for i in range(len(self._items) - 1, -1, -1):
@@ -108,6 +109,8 @@ class Transcript:
         """Add a message at the end. Nothing is ever removed or rewritten."""
         if message.role == "user":
             self._last_user = len(self._items)
+        if self._ids is not None:
+            self._ids[message.id] = len(self._items)
         self._items.append(message)
 
     @property
@@ -123,8 +126,17 @@ class Transcript:
         """Messages appended since the last checkpoint."""
         return self._items[self.committed :]
 
+    def index_of(self, message_id: str) -> int | None:
+        """Position of a message by id (the index is built on first use)."""
+        if self._ids is None:
+            self._ids = {m.id: i for i, m in enumerate(self._items)}
+        return self._ids.get(message_id)
+
     def rollback(self) -> None:
         """Drop messages appended since the last checkpoint (a step that did not finish)."""
+        if self._ids is not None:
+            for message in self._items[self.committed :]:
+                self._ids.pop(message.id, None)
         del self._items[self.committed :]
         self._last_user = -1
         for i in range(len(self._items) - 1, -1, -1):
@@ -136,17 +148,23 @@ class Transcript:
         """Record that every current message is now held by the store."""
         self.committed = len(self._items)
 
-    def window_start(self, policy: KeepAll | KeepLast) -> int:
-        """First index the policy keeps, moved back so no tool result loses its call."""
-        if isinstance(policy, KeepAll):
-            return 0
+    def window_start(self, policy: KeepAll | KeepLast, after_id: str | None = None) -> int:
+        """First index the policy keeps, moved back so no tool result loses its call.
+
+        ``after_id`` (a request-window override) starts the window after that
+        message when that is later than the policy's start.
+        """
         items = self._items
-        start = max(0, len(items) - policy.keep_last)
+        start = 0 if isinstance(policy, KeepAll) else max(0, len(items) - policy.keep_last)
+        if after_id is not None:
+            cut = self.index_of(after_id)
+            if cut is not None:
+                start = max(start, min(cut + 1, len(items)))
         # A tool result needs the assistant message that issued the call.
-        while start > 0 and items[start].role == "tool":
+        while 0 < start < len(items) and items[start].role == "tool":
             start -= 1
         return start
 
-    def window(self, policy: KeepAll | KeepLast) -> MessageView:
-        """The model-visible window under ``policy``."""
-        return self.view(self.window_start(policy))
+    def window(self, policy: KeepAll | KeepLast, after_id: str | None = None) -> MessageView:
+        """The model-visible window under ``policy`` (and an optional override)."""
+        return self.view(self.window_start(policy, after_id))

@@ -1,0 +1,97 @@
+"""Store backends and ports: memory, file (JSONL) and SQLite, opened by URL.
+
+``open_store("sqlite:///awaken.db")`` returns a backend implementing every
+port of :mod:`awaken_runtime.stores` (:class:`FullStore`); pass it to
+``AgentRuntimeBuilder.with_store``. Third-party backends are checked with the
+``awaken-store-conformance`` pytest plugin.
+"""
+
+from __future__ import annotations
+
+from .._thread_store import (
+    CommittedThreadView,
+    Coordinator,
+    RunRecord,
+    ScopeBinding,
+    ThreadSnapshot,
+    ThreadStore,
+)
+from ._errors import (
+    ConfigNotFound,
+    DuplicateMessageId,
+    InvalidCommit,
+    LeaseLost,
+    RunRecordError,
+    StoreCorrupt,
+    StoreError,
+    StoreIOError,
+    StoreSchemaError,
+    UnmatchedToolResult,
+)
+from ._file import FileStore
+from ._lease import DEFAULT_LEASE_TTL, hold_lease, new_holder
+from ._memory import InMemoryStore
+from ._ports import (
+    CheckpointReader,
+    ConfigRegistry,
+    ConfigVersion,
+    FullStore,
+    Lease,
+    LeaseStore,
+    Page,
+    ProfileStore,
+    PruneReport,
+    Retention,
+    RunStore,
+    StreamCheckpointStore,
+    StreamEvent,
+    ThreadAdmin,
+    ThreadInfo,
+)
+from ._sqlite import SQLiteStore
+from ._sqlite_schema import SCHEMA_VERSION
+from ._url import STORE_ENV, default_store_url, open_store
+
+__all__ = [
+    "DEFAULT_LEASE_TTL",
+    "SCHEMA_VERSION",
+    "STORE_ENV",
+    "CheckpointReader",
+    "CommittedThreadView",
+    "ConfigNotFound",
+    "ConfigRegistry",
+    "ConfigVersion",
+    "Coordinator",
+    "DuplicateMessageId",
+    "FileStore",
+    "FullStore",
+    "InMemoryStore",
+    "InvalidCommit",
+    "Lease",
+    "LeaseLost",
+    "LeaseStore",
+    "Page",
+    "ProfileStore",
+    "PruneReport",
+    "Retention",
+    "RunRecord",
+    "RunRecordError",
+    "RunStore",
+    "SQLiteStore",
+    "ScopeBinding",
+    "StoreCorrupt",
+    "StoreError",
+    "StoreIOError",
+    "StoreSchemaError",
+    "StreamCheckpointStore",
+    "StreamEvent",
+    "ThreadAdmin",
+    "ThreadInfo",
+    "ThreadSnapshot",
+    "ThreadStore",
+    "UnmatchedToolResult",
+    "default_store_url",
+    "hold_lease",
+    "new_holder",
+    "open_store",
+]

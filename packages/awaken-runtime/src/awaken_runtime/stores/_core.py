@@ -1,0 +1,311 @@
+"""The in-memory data model shared by the memory and file backends.
+
+:class:`Core` holds threads, scoped state, run records, event logs, configs
+and leases in plain Python structures. ``prepare_commit`` validates a commit
+without changing anything; ``apply_commit`` applies a prepared commit. The
+file backend keeps a ``Core`` as its mirror and appends each change to disk
+before applying it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from .._errors import VersionConflict
+from .._failures import Phase
+from .._messages import Message
+from .._state import Command, CommittedBatch, Scope, StoreKey, apply_command
+from .._suspension import ParkedRun, ThreadBusy
+from .._thread_store import RunRecord, ScopeBinding, ThreadSnapshot, persistent_batch
+from ._errors import DuplicateMessageId, LeaseLost, RunRecordError, UnmatchedToolResult
+from ._ports import ConfigVersion, Lease, PruneReport, StreamEvent, ThreadInfo
+
+__all__ = ["Core", "ThreadData", "check_messages", "merge_run"]
+
+
+@dataclass(slots=True)
+class ThreadData:
+    """One thread as kept in memory."""
+
+    messages: list[Message] = field(default_factory=list)
+    msg_ids: set[str] = field(default_factory=set)
+    call_ids: set[str] = field(default_factory=set)
+    batches: list[CommittedBatch] = field(default_factory=list)
+    state: dict[StoreKey, Any] = field(default_factory=dict)
+    version: int = 0
+    parked: ParkedRun | None = None
+    run_ids: list[str] = field(default_factory=list)
+    latest_run_id: str | None = None
+    updated_at: float = 0.0
+
+    def add_messages(self, messages: Iterable[Message]) -> None:
+        """Append messages and index their ids and tool calls."""
+        for message in messages:
+            self.messages.append(message)
+            self.msg_ids.add(message.id)
+            for call in message.tool_calls or ():
+                self.call_ids.add(call.id)
+
+
+def check_messages(
+    thread_id: str,
+    messages: Sequence[Message],
+    has_id: Any,
+    has_call: Any,
+) -> None:
+    """Raise if a message id repeats or a tool message answers an unknown call.
+
+    ``has_id(id)`` and ``has_call(call_id)`` answer for the stored thread.
+    """
+    ids: set[str] = set()
+    calls: set[str] = set()
+    for message in messages:
+        if message.id in ids or has_id(message.id):
+            raise DuplicateMessageId(thread_id, message.id)
+        ids.add(message.id)
+        if message.role == "tool":
+            cid = message.tool_call_id
+            if cid is None or (cid not in calls and not has_call(cid)):
+                raise UnmatchedToolResult(thread_id, cid)
+        for call in message.tool_calls or ():
+            calls.add(call.id)
+
+
+def merge_run(thread_id: str, old: RunRecord | None, new: RunRecord) -> RunRecord:
+    """The record to store for ``new`` given the stored ``old`` one.
+
+    A record belongs to its thread; an ended run is final; ``started_at`` is kept.
+    """
+    if new.thread_id != thread_id:
+        raise RunRecordError(
+            f"run record {new.run_id!r} names thread {new.thread_id!r} but is committed to "
+            f"thread {thread_id!r}; commit a run's record to its own thread"
+        )
+    if old is None:
+        return new
+    if old.thread_id != thread_id:
+        raise RunRecordError(
+            f"run {new.run_id!r} belongs to thread {old.thread_id!r}, not {thread_id!r}"
+        )
+    if old.phase is Phase.ENDED:
+        raise RunRecordError(
+            f"run {new.run_id!r} already ended ({old.end_cause.kind if old.end_cause else '?'})"
+            f"; a run record is final once ENDED - start a new run instead"
+        )
+    return new.model_copy(update={"started_at": old.started_at})
+
+
+def persistent(batches: Iterable[CommittedBatch]) -> list[CommittedBatch]:
+    """The batches without run-scope entries (empty batches dropped)."""
+    return [kept for b in batches if (kept := persistent_batch(b)) is not None]
+
+
+@dataclass(slots=True)
+class Prepared:
+    """A validated commit, ready to apply."""
+
+    batches: list[CommittedBatch]
+    record: RunRecord | None
+
+
+class Core:
+    """Everything a store keeps, in memory (not thread-safe; callers lock)."""
+
+    def __init__(self) -> None:
+        self.threads: dict[str, ThreadData] = {}
+        self.scoped: dict[tuple[Scope, str], dict[StoreKey, Any]] = {}
+        self.runs: dict[str, RunRecord] = {}
+        self.events: dict[str, list[StreamEvent]] = {}
+        self.configs: dict[str, list[ConfigVersion]] = {}
+        self.leases: dict[str, Lease] = {}
+
+    # -- threads ---------------------------------------------------------------
+
+    def snapshot(self, binding: ScopeBinding) -> ThreadSnapshot:
+        """The committed thread plus the profile and shared state of ``binding``."""
+        thread = self.threads.get(binding.thread_id) or ThreadData()
+        state = dict(thread.state)
+        state.update(self.scoped.get((Scope.PROFILE, binding.profile_id), {}))
+        state.update(self.scoped.get((Scope.SHARED, binding.namespace), {}))
+        latest = self.runs.get(thread.latest_run_id) if thread.latest_run_id else None
+        return ThreadSnapshot(
+            binding.thread_id, list(thread.messages), state, thread.version, thread.parked, latest
+        )
+
+    def prepare_commit(
+        self,
+        binding: ScopeBinding,
+        expected_version: int,
+        messages: Sequence[Message],
+        batches: Sequence[CommittedBatch],
+        record: RunRecord | None,
+    ) -> Prepared:
+        """Validate a commit; raise without changing anything."""
+        tid = binding.thread_id
+        thread = self.threads.get(tid)
+        version = thread.version if thread else 0
+        if version != expected_version:
+            raise VersionConflict(tid, expected_version, version)
+        if thread is None:
+            check_messages(tid, messages, _never, _never)
+        else:
+            check_messages(tid, messages, thread.msg_ids.__contains__, thread.call_ids.__contains__)
+        merged = merge_run(tid, self.runs.get(record.run_id), record) if record else None
+        return Prepared(persistent(batches), merged)
+
+    def apply_commit(
+        self,
+        binding: ScopeBinding,
+        messages: Sequence[Message],
+        prepared: Prepared,
+        parked: ParkedRun | None,
+        at: float,
+        *,
+        scoped: bool = True,
+    ) -> int:
+        """Apply a prepared commit; ``scoped=False`` skips profile/shared state."""
+        thread = self.threads.get(binding.thread_id)
+        if thread is None:
+            thread = self.threads[binding.thread_id] = ThreadData()
+        thread.add_messages(messages)
+        for batch in prepared.batches:
+            thread.batches.append(batch)
+            for _producer, command in batch.entries:
+                if command.scope is Scope.THREAD:
+                    apply_command(thread.state, command)
+                elif scoped:
+                    self.apply_scoped(command.scope, binding.owner(command.scope), [command])
+        record = prepared.record
+        if record is not None:
+            if record.run_id not in self.runs:
+                thread.run_ids.append(record.run_id)
+            self.runs[record.run_id] = record
+            thread.latest_run_id = record.run_id
+        thread.parked = parked
+        thread.version += 1
+        thread.updated_at = at
+        return thread.version
+
+    def apply_scoped(self, scope: Scope, owner: str, commands: Iterable[Command]) -> None:
+        """Apply commands to the state of ``(scope, owner)`` (their own scope is ignored)."""
+        target = self.scoped.setdefault((scope, owner), {})
+        for command in commands:
+            if command.scope is not scope:
+                command = command.model_copy(update={"scope": scope})
+            apply_command(target, command)
+
+    def read_scope(self, scope: Scope, owner: str) -> dict[str, Any]:
+        """``key -> value`` of one scope owner."""
+        return {k: v for (_s, k), v in self.scoped.get((scope, owner), {}).items()}
+
+    def info(self, thread_id: str) -> ThreadInfo:
+        """The listing entry of a stored thread."""
+        t = self.threads[thread_id]
+        return ThreadInfo(
+            thread_id=thread_id,
+            version=t.version,
+            messages=len(t.messages),
+            updated_at=datetime.fromtimestamp(t.updated_at).astimezone(),
+            parked=t.parked is not None,
+            latest_run_id=t.latest_run_id,
+        )
+
+    def delete_thread(self, thread_id: str) -> bool:
+        """Forget a thread, its runs, their events and its lease."""
+        thread = self.threads.pop(thread_id, None)
+        self.leases.pop(thread_id, None)
+        if thread is None:
+            return False
+        for run_id in thread.run_ids:
+            self.runs.pop(run_id, None)
+            self.events.pop(run_id, None)
+        return True
+
+    # -- events, configs ----------------------------------------------------------
+
+    def check_events(self, run_id: str, events: Sequence[StreamEvent]) -> None:
+        """Raise ``ValueError`` unless seqs strictly increase past the stored ones."""
+        stored = self.events.get(run_id)
+        last = stored[-1].seq if stored else 0
+        for event in events:
+            if event.seq <= last:
+                raise ValueError(
+                    f"run {run_id!r}: event seq {event.seq} is not after seq {last}; "
+                    f"stream event seqs must strictly increase"
+                )
+            last = event.seq
+
+    def next_config(self, agent_id: str, config: dict[str, Any], note: str) -> ConfigVersion:
+        """The version a publish of ``config`` would create."""
+        versions = self.configs.get(agent_id)
+        number = versions[-1].version + 1 if versions else 1
+        return ConfigVersion(agent_id=agent_id, version=number, config=config, note=note)
+
+    # -- leases -----------------------------------------------------------------
+
+    def acquire(self, thread_id: str, holder: str, ttl: float, token: str) -> Lease:
+        """Take the thread's lease (stealing an expired one) or raise ``ThreadBusy``."""
+        now = time.time()
+        current = self.leases.get(thread_id)
+        if current is not None and current.expires_at > now and current.holder != holder:
+            raise ThreadBusy(
+                f"thread {thread_id!r} has an active run (lease held by {current.holder!r} "
+                f"for {current.expires_at - now:.1f}s more); wait for it to end, or cancel it"
+            )
+        lease = Lease(thread_id=thread_id, holder=holder, token=token, expires_at=now + ttl)
+        self.leases[thread_id] = lease
+        return lease
+
+    def renew(self, lease: Lease, ttl: float) -> Lease:
+        """Extend ``lease`` or raise ``LeaseLost``."""
+        current = self.leases.get(lease.thread_id)
+        if current is None or current.token != lease.token:
+            raise LeaseLost(
+                f"the lease of {lease.holder!r} on thread {lease.thread_id!r} expired and the "
+                f"thread was taken by another run; this run must stop"
+            )
+        renewed = lease.model_copy(update={"expires_at": time.time() + ttl})
+        self.leases[lease.thread_id] = renewed
+        return renewed
+
+    def release(self, lease: Lease) -> None:
+        """Drop ``lease`` if it is still the current one."""
+        current = self.leases.get(lease.thread_id)
+        if current is not None and current.token == lease.token:
+            del self.leases[lease.thread_id]
+
+    # -- retention ----------------------------------------------------------------
+
+    def prune(self, cut: datetime) -> tuple[PruneReport, set[str]]:
+        """Remove superseded data older than ``cut``; also returns the touched thread ids."""
+        report = PruneReport()
+        touched: set[str] = set()
+        live = {t.latest_run_id for t in self.threads.values()}
+        for run_id, record in list(self.runs.items()):
+            if record.phase is not Phase.ENDED or record.updated_at >= cut:
+                continue
+            report.events += len(self.events.pop(run_id, []))
+            if run_id in live:
+                continue
+            del self.runs[run_id]
+            report.runs += 1
+            thread = self.threads.get(record.thread_id)
+            if thread is not None:
+                thread.run_ids.remove(run_id)
+                touched.add(record.thread_id)
+        for run_id, events in list(self.events.items()):
+            if run_id not in self.runs and events and events[-1].at < cut:
+                report.events += len(self.events.pop(run_id))
+        for agent_id, versions in self.configs.items():
+            kept = [v for v in versions[:-1] if v.published_at >= cut] + versions[-1:]
+            report.configs += len(versions) - len(kept)
+            self.configs[agent_id] = kept
+        return report, touched
+
+
+def _never(_key: str) -> bool:
+    return False

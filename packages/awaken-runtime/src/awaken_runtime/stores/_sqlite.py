@@ -1,0 +1,235 @@
+"""``SQLiteStore``: the embedded default backend (stdlib ``sqlite3``, WAL).
+
+Every operation is one short transaction on one connection; a step commit
+takes well under a millisecond, so calls run synchronously on the event loop
+(see ``benchmarks/store_append.py``). Several processes may share a
+database: writers serialize on ``BEGIN IMMEDIATE`` and commits use the
+thread's version for optimistic concurrency.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from .._errors import VersionConflict
+from .._messages import Message
+from .._state import CommittedBatch, Scope, StoreKey
+from .._suspension import ParkedRun
+from .._thread_store import RunRecord, ScopeBinding, ThreadSnapshot
+from ._core import merge_run, persistent
+from ._errors import StoreIOError
+from ._ports import Page, ThreadInfo
+from ._sqlite_extras import SQLiteExtras
+from ._sqlite_ops import insert_commit, load_scope
+from ._sqlite_schema import connect, guarded
+
+__all__ = ["SQLiteStore"]
+
+_MESSAGES = TypeAdapter(list[Message])
+
+
+class SQLiteStore(SQLiteExtras):
+    """A full store in one SQLite file (``":memory:"`` for a private in-memory one).
+
+    ``durable=True`` sets ``synchronous=FULL`` (survives power loss, slower);
+    the default ``NORMAL`` survives a killed process, which is what WAL needs.
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, durable: bool = False, lease_ttl: float = 30.0
+    ) -> None:
+        self.path = str(path)
+        self.lease_ttl = lease_ttl
+        """Seconds a run's lease on a thread lives without renewal."""
+        if self.path != ":memory:":
+            try:
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreIOError(self.path, "create the directory of", exc) from exc
+        self._conn = connect(self.path, durable=durable)
+        self._mutex = threading.RLock()
+
+    @contextmanager
+    def _tx(self, action: str, *, write: bool = True) -> Iterator[sqlite3.Cursor]:
+        with self._mutex, guarded(self.path, action):
+            cur = self._conn.cursor()
+            cur.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                yield cur
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
+            cur.execute("COMMIT")
+
+    # -- ThreadStore ------------------------------------------------------------------
+
+    async def load(self, binding: ScopeBinding) -> ThreadSnapshot:
+        """Load the thread plus its profile and shared state."""
+        tid = binding.thread_id
+        with self._tx(f"load thread {tid!r} from", write=False) as cur:
+            row = cur.execute(
+                "SELECT version, parked, latest_run FROM threads WHERE thread_id=?", (tid,)
+            ).fetchone()
+            bodies = [
+                body
+                for (body,) in cur.execute(
+                    "SELECT body FROM messages WHERE thread_id=? ORDER BY seq", (tid,)
+                )
+            ]
+            # One validation call for the whole list: ~35% faster than one per row.
+            messages = _MESSAGES.validate_json("[" + ",".join(bodies) + "]")
+            state: dict[StoreKey, Any] = {}
+            load_scope(cur, Scope.THREAD, tid, state)
+            load_scope(cur, Scope.PROFILE, binding.profile_id, state)
+            load_scope(cur, Scope.SHARED, binding.namespace, state)
+            latest = None
+            if row is not None and row[2] is not None:
+                latest = self._run(cur, row[2])
+        if row is None:
+            return ThreadSnapshot(tid, messages, state, 0)
+        parked = ParkedRun.model_validate_json(row[1]) if row[1] else None
+        return ThreadSnapshot(tid, messages, state, row[0], parked, latest)
+
+    async def commit(
+        self,
+        binding: ScopeBinding,
+        expected_version: int,
+        messages: Sequence[Message],
+        batches: Sequence[CommittedBatch],
+        run_record: RunRecord | None = None,
+        parked: ParkedRun | None = None,
+    ) -> int:
+        """Append messages, batches, state, run record and tickets in one transaction."""
+        tid = binding.thread_id
+        kept = persistent(batches)
+        with self._tx(f"commit thread {tid!r} to") as cur:
+            row = cur.execute(
+                "SELECT version, n_messages, n_batches, latest_run FROM threads WHERE thread_id=?",
+                (tid,),
+            ).fetchone()
+            version, n_msg, n_batch, latest = row if row is not None else (0, 0, 0, None)
+            if version != expected_version:
+                raise VersionConflict(tid, expected_version, version)
+            record = None
+            if run_record is not None:
+                record = merge_run(tid, self._run(cur, run_record.run_id), run_record)
+                latest = record.run_id
+            insert_commit(cur, binding, (n_msg, n_batch), messages, kept, record)
+            cur.execute(
+                "INSERT OR REPLACE INTO threads VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    tid,
+                    version + 1,
+                    n_msg + len(messages),
+                    n_batch + len(kept),
+                    parked.model_dump_json() if parked is not None else None,
+                    latest,
+                    time.time(),
+                ),
+            )
+        return int(version) + 1
+
+    def _run(self, cur: sqlite3.Cursor, run_id: str) -> RunRecord | None:
+        row = cur.execute("SELECT body FROM runs WHERE run_id=?", (run_id,)).fetchone()
+        return RunRecord.model_validate_json(row[0]) if row else None
+
+    # -- reads, runs, threads ---------------------------------------------------------------
+
+    def _page(self, table: str, thread_id: str, after: int, limit: int) -> tuple[list[str], bool]:
+        with self._tx(f"read {table} of thread {thread_id!r} from", write=False) as cur:
+            rows = cur.execute(
+                f"SELECT body FROM {table} WHERE thread_id=? AND seq>? ORDER BY seq LIMIT ?",
+                (thread_id, after, limit + 1),
+            ).fetchall()
+        return [r[0] for r in rows[:limit]], len(rows) > limit
+
+    async def read_messages(
+        self, thread_id: str, after: int = 0, limit: int = 100
+    ) -> Page[Message]:
+        """Messages with seq > ``after``."""
+        after = max(after, 0)
+        bodies, more = self._page("messages", thread_id, after, limit)
+        return Page([Message.model_validate_json(b) for b in bodies], after + len(bodies), more)
+
+    async def read_batches(
+        self, thread_id: str, after: int = 0, limit: int = 100
+    ) -> Page[CommittedBatch]:
+        """Persisted batches with seq > ``after``."""
+        after = max(after, 0)
+        bodies, more = self._page("batches", thread_id, after, limit)
+        items = [CommittedBatch.model_validate_json(b) for b in bodies]
+        return Page(items, after + len(items), more)
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        """The record of ``run_id``."""
+        with self._tx("read a run from", write=False) as cur:
+            return self._run(cur, run_id)
+
+    async def list_runs(self, thread_id: str) -> list[RunRecord]:
+        """A thread's run records, oldest first."""
+        with self._tx(f"list runs of thread {thread_id!r} in", write=False) as cur:
+            rows = cur.execute(
+                "SELECT body FROM runs WHERE thread_id=? ORDER BY rowid", (thread_id,)
+            ).fetchall()
+        return [RunRecord.model_validate_json(r[0]) for r in rows]
+
+    async def list_threads(
+        self,
+        *,
+        after: str | None = None,
+        limit: int = 100,
+        parked: bool | None = None,
+        updated_after: datetime | None = None,
+    ) -> list[ThreadInfo]:
+        """Threads ordered by id after ``after``, filtered."""
+        sql = "SELECT thread_id, version, n_messages, updated_at, parked, latest_run FROM threads"
+        where, args = ["thread_id > ?"], [after or ""]
+        if parked is not None:
+            where.append("parked IS NOT NULL" if parked else "parked IS NULL")
+        if updated_after is not None:
+            where.append("updated_at > ?")
+            args.append(updated_after.timestamp())  # type: ignore[arg-type]
+        sql += " WHERE " + " AND ".join(where) + " ORDER BY thread_id LIMIT ?"
+        with self._tx("list threads in", write=False) as cur:
+            rows = cur.execute(sql, (*args, limit)).fetchall()
+        return [
+            ThreadInfo(
+                thread_id=r[0],
+                version=r[1],
+                messages=r[2],
+                updated_at=datetime.fromtimestamp(r[3]).astimezone(),
+                parked=r[4] is not None,
+                latest_run_id=r[5],
+            )
+            for r in rows
+        ]
+
+    async def delete_thread(self, thread_id: str) -> bool:
+        """Remove a thread with its messages, state, runs and their events."""
+        t = (thread_id,)
+        with self._tx(f"delete thread {thread_id!r} from") as cur:
+            found = cur.execute("DELETE FROM threads WHERE thread_id=?", t).rowcount > 0
+            for table in ("messages", "tool_calls", "batches", "leases"):
+                cur.execute(f"DELETE FROM {table} WHERE thread_id=?", t)
+            for table in ("state", "state_fields"):
+                cur.execute(f"DELETE FROM {table} WHERE scope='thread' AND owner=?", t)
+            cur.execute(
+                "DELETE FROM events WHERE run_id IN (SELECT run_id FROM runs WHERE thread_id=?)", t
+            )
+            cur.execute("DELETE FROM runs WHERE thread_id=?", t)
+        return found
+
+    async def close(self) -> None:
+        """Close the connection."""
+        with self._mutex:
+            self._conn.close()

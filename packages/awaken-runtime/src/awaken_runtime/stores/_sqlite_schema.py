@@ -1,0 +1,133 @@
+"""SQLite schema, forward migrations, connection setup and error mapping."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from ._errors import StoreCorrupt, StoreError, StoreIOError, StoreSchemaError
+
+__all__ = ["SCHEMA_VERSION", "connect", "translate"]
+
+_V1 = """
+CREATE TABLE threads (
+  thread_id TEXT PRIMARY KEY, version INTEGER NOT NULL, n_messages INTEGER NOT NULL,
+  n_batches INTEGER NOT NULL, parked TEXT, latest_run TEXT, updated_at REAL NOT NULL);
+CREATE TABLE messages (
+  thread_id TEXT NOT NULL, seq INTEGER NOT NULL, msg_id TEXT NOT NULL, body TEXT NOT NULL,
+  PRIMARY KEY (thread_id, seq)) WITHOUT ROWID;
+CREATE UNIQUE INDEX messages_by_id ON messages (thread_id, msg_id);
+CREATE TABLE tool_calls (
+  thread_id TEXT NOT NULL, call_id TEXT NOT NULL, PRIMARY KEY (thread_id, call_id)) WITHOUT ROWID;
+CREATE TABLE batches (
+  thread_id TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL,
+  PRIMARY KEY (thread_id, seq)) WITHOUT ROWID;
+CREATE TABLE state (
+  scope TEXT NOT NULL, owner TEXT NOT NULL, key TEXT NOT NULL, kind TEXT NOT NULL, value TEXT);
+CREATE UNIQUE INDEX state_pk ON state (scope, owner, key);
+CREATE TABLE state_fields (
+  scope TEXT NOT NULL, owner TEXT NOT NULL, key TEXT NOT NULL, field TEXT NOT NULL,
+  value TEXT NOT NULL);
+CREATE UNIQUE INDEX state_fields_pk ON state_fields (scope, owner, key, field);
+CREATE TABLE runs (
+  run_id TEXT NOT NULL, thread_id TEXT NOT NULL, phase TEXT NOT NULL, body TEXT NOT NULL,
+  updated_at REAL NOT NULL);
+CREATE UNIQUE INDEX runs_pk ON runs (run_id);
+CREATE INDEX runs_by_thread ON runs (thread_id);
+CREATE TABLE events (
+  run_id TEXT NOT NULL, seq INTEGER NOT NULL, at REAL NOT NULL, body TEXT NOT NULL,
+  PRIMARY KEY (run_id, seq)) WITHOUT ROWID;
+CREATE TABLE configs (
+  agent_id TEXT NOT NULL, version INTEGER NOT NULL, published_at REAL NOT NULL,
+  note TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (agent_id, version)) WITHOUT ROWID;
+CREATE TABLE leases (
+  thread_id TEXT PRIMARY KEY, holder TEXT NOT NULL, token TEXT NOT NULL,
+  expires_at REAL NOT NULL);
+"""
+
+_V2 = """
+CREATE INDEX runs_by_age ON runs (phase, updated_at);
+CREATE INDEX threads_by_age ON threads (updated_at);
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2]
+"""``MIGRATIONS[n]`` upgrades a database from schema version ``n`` to ``n + 1``."""
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+_CORRUPT = {"SQLITE_CORRUPT", "SQLITE_NOTADB", "SQLITE_FORMAT"}
+
+
+def translate(path: str, action: str, exc: sqlite3.Error) -> StoreError:
+    """The typed store error for a ``sqlite3`` error."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    if name.split("_")[0:2] == ["SQLITE", "CORRUPT"] or name in _CORRUPT:
+        return StoreCorrupt(path, f"SQLite reports {name}: {exc}")
+    if "malformed" in str(exc) or "not a database" in str(exc):
+        return StoreCorrupt(path, f"SQLite reports: {exc}")
+    return StoreIOError(path, action, exc)
+
+
+@contextmanager
+def guarded(path: str, action: str) -> Iterator[None]:
+    """Turn ``sqlite3`` errors raised inside the block into typed store errors."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise translate(path, action, exc) from exc
+
+
+def connect(
+    path: str, *, durable: bool = False, target: int = SCHEMA_VERSION
+) -> sqlite3.Connection:
+    """Open (creating or migrating) an awaken SQLite database at ``path``.
+
+    Raises ``StoreCorrupt`` for a damaged file or a database that is not an
+    awaken store, ``StoreSchemaError`` for a newer schema, ``StoreIOError``
+    when the file cannot be opened or written.
+    """
+    with guarded(path, "open"):
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
+    try:
+        with guarded(path, "open"):
+            conn.execute("PRAGMA busy_timeout = 30000")
+            if path != ":memory:":
+                conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute(f"PRAGMA synchronous = {'FULL' if durable else 'NORMAL'}")
+            _migrate(conn, path, target)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _migrate(conn: sqlite3.Connection, path: str, target: int) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if "schema_version" not in tables:
+            if tables:
+                raise StoreCorrupt(
+                    path,
+                    f"it is an SQLite database but not an awaken store (tables: "
+                    f"{', '.join(sorted(tables))}); point the store at a new file",
+                )
+            conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+            conn.execute("INSERT INTO schema_version VALUES (0)")
+        row = conn.execute("SELECT version FROM schema_version").fetchone()
+        if row is None or not isinstance(row[0], int):
+            raise StoreCorrupt(path, "the schema_version table is empty or invalid")
+        found = row[0]
+        if found > SCHEMA_VERSION:
+            raise StoreSchemaError(path, found, SCHEMA_VERSION)
+        for version in range(found, target):
+            for statement in MIGRATIONS[version].split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+        if found < target:
+            conn.execute("UPDATE schema_version SET version = ?", (target,))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
