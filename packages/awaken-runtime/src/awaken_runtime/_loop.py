@@ -357,11 +357,11 @@ class AgentLoop(ToolCallRunner):
     async def _apply(self, ticket: ResumeTicket, decision: Decision) -> None:
         call = ticket.call
         self._applying = call.id
-        self._decision = decision
+        self._decision, self._ticket = decision, ticket
         try:
             await self._apply_decision(ticket, call, decision)
         finally:
-            self._decision = None
+            self._decision = self._ticket = None
 
     async def _apply_decision(
         self, ticket: ResumeTicket, call: ToolCall, decision: Decision

@@ -109,6 +109,7 @@ class PhaseRunner:
         self._seq = 0
         self.children: ChildRunner | None = None
         self._decision: Any = None
+        self._ticket: Any = None
         self.parent_run_id: str | None = None
         self._effects: list[tuple[str, Effect]] = []
         self._new_actions: list[tuple[str, ScheduledAction]] = []
@@ -221,6 +222,7 @@ class PhaseRunner:
             plugin_id=plugin_id,
             children=self.children,
             decision=self._decision,
+            ticket=self._ticket,
             **extra,
         )
 

@@ -158,6 +158,8 @@ class PhaseContext:
     decision: Any = None
     """While a resumed call is gated, executed and recorded: the decision that
     resumed it (``Approve``, ``Deny``, ``Respond`` or ``Replay``)."""
+    ticket: Any = None
+    """With ``decision``: the ``ResumeTicket`` it answered (its await reason, payload)."""
 
 
 @dataclass(slots=True)

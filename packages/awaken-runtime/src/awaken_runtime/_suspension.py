@@ -135,6 +135,8 @@ class Approve(BaseModel):
     model_config = ConfigDict(frozen=True)
     kind: Literal["approve"] = "approve"
     remember: Remember = "once"
+    by: str | None = None
+    """Who decided (for audit trails)."""
 
 
 class Deny(BaseModel):
@@ -144,6 +146,8 @@ class Deny(BaseModel):
     kind: Literal["deny"] = "deny"
     reason: str = "denied by the user"
     remember: Remember = "once"
+    by: str | None = None
+    """Who decided (for audit trails)."""
 
 
 class Respond(BaseModel):

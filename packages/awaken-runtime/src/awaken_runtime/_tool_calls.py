@@ -414,4 +414,7 @@ def with_plugin(ctx: PhaseContext, plugin_id: str) -> PhaseContext:
         response=ctx.response,
         tool_call=ctx.tool_call,
         tool_output=ctx.tool_output,
+        children=ctx.children,
+        decision=ctx.decision,
+        ticket=ctx.ticket,
     )

@@ -1,0 +1,259 @@
+"""Permissions benchmark: cost of one tool-gate check with 1,000 rules.
+
+Every scenario calls the plugin's real gate (``PermissionsPlugin().resolve(...)
+.tool_gates[0]``) with a ``PhaseContext`` over a store, exactly as the loop
+does, and reports the median and p90 per call over ``--rounds`` rounds of
+``--calls`` calls (each round's mean is one sample). Rule sets, 1,000 rules each:
+
+* ``mixed``: 600 exact-id rules over 300 tools (1-2 conditions each, every
+  operator), 250 globs and 150 regexes over the tool id; calls rotate over 50
+  tools with arguments that hit allow, deny, ask and no rule.
+* ``mixed + 200 remembered``: the same with 100 thread and 100 profile
+  remembered decisions in the store (each call then hashes its arguments).
+* ``cold tool ids``: every call names a tool id never seen before, so the
+  per-tool candidate cache misses and all 400 glob/regex patterns are tested.
+* ``1,000 "=" rules on one tool``: every rule names ``shell`` with an ``=``
+  condition that does not match (answered by the equality index).
+* ``worst: 1,000 "~" on one tool``: the same with glob conditions, which no
+  index covers: each call tests all 1,000 patterns (the linear worst case).
+
+Usage: ``hatch run python benchmarks/permissions.py [--quick]``. Writes
+``benchmarks/results/permissions.json`` (``permissions_quick.json`` with --quick).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from awaken_ext_permissions import REMEMBERED_KEY, PermissionsConfig, PermissionsPlugin, call_key
+from awaken_runtime import (
+    PhaseContext,
+    RunInfo,
+    Scope,
+    Store,
+    ToolCall,
+    Transcript,
+)
+
+RESULTS = Path(__file__).resolve().parent / "results"
+TARGET_US = 50.0
+
+_CONDITIONS = [
+    'path ~ "src/{i}/**"',
+    'command =~ "^git (status|log) {i}"',
+    'mode in ["r", "w{i}"]',
+    "size < {i}",
+    "size > {j}",
+    'path !~ "*.env{i}"',
+    'user = "u{i}"',
+    'opts.flags[*] = "f{i}"',
+    'command != "x{i}"',
+    'path !=~ "^/etc/{i}"',
+]
+
+
+def mixed_rules() -> list[str]:
+    """1,000 rule lines: 600 exact (300 tools), 250 globs, 150 regexes."""
+    rules: list[str] = []
+    behaviors = ["allow", "ask", "deny"]
+    for i in range(600):
+        tool = f"tool_{i % 300}"
+        conds = [_CONDITIONS[i % 10].format(i=i, j=i * 10)]
+        if i % 3 == 0:
+            conds.append(_CONDITIONS[(i + 3) % 10].format(i=i, j=i * 10))
+        rules.append(f"{behaviors[i % 3]} {tool}({', '.join(conds)})")
+    for i in range(250):
+        cond = "" if i % 5 else f'(path ~ "data/{i}/*")'
+        rules.append(f"{behaviors[i % 3]} ns{i}_*{cond}")
+    for i in range(150):
+        rules.append(f"{behaviors[i % 3]} /^mcp_{i}_(read|write)$/")
+    return rules
+
+
+def mixed_calls() -> list[ToolCall]:
+    """50 tools x 4 argument shapes, hitting allow/deny/ask rules and the default."""
+    calls = []
+    for t in range(50):
+        i = t * 6
+        shapes = [
+            {"path": f"src/{i}/a.py", "command": f"git status {i}", "size": 5},
+            {"mode": "r", "user": f"u{i}", "opts": {"flags": ["a", f"f{i}"]}},
+            {"command": "rm -rf /", "path": "/etc/passwd", "size": 10_000},
+            {},
+        ]
+        for n, args in enumerate(shapes):
+            calls.append(ToolCall(id=f"c{t}-{n}", name=f"tool_{t * 6 % 300}", arguments=args))
+    return calls
+
+
+def context(store: Store) -> PhaseContext:
+    info = RunInfo("run", "thread", "agent", "default", "default", 1)
+    return PhaseContext("tool_gate", store, info, Transcript().view(), plugin_id="permissions")
+
+
+def gate_for(rules: list[str]) -> Callable[[PhaseContext, ToolCall], Any]:
+    config = PermissionsConfig(rules=rules, default="ask")
+    gate: Callable[[PhaseContext, ToolCall], Any] = (
+        PermissionsPlugin().resolve(config).tool_gates[0]
+    )
+    return gate
+
+
+def remembered_store(calls: list[ToolCall]) -> Store:
+    def table(offset: int) -> dict[str, Any]:
+        out = {}
+        for k in range(100):
+            args = {"path": f"remembered/{offset + k}"}
+            out[call_key("tool_1", args)] = {
+                "tool": "tool_1",
+                "arguments": args,
+                "behavior": "allow",
+            }
+        return out
+
+    first = calls[0]
+    thread = table(0)
+    thread[call_key(first.name, first.arguments)] = {
+        "tool": first.name,
+        "arguments": first.arguments,
+        "behavior": "allow",
+    }
+    return Store(
+        {(Scope.THREAD, REMEMBERED_KEY): thread, (Scope.PROFILE, REMEMBERED_KEY): table(1000)}
+    )
+
+
+def time_gate(
+    gate: Callable[[PhaseContext, ToolCall], Any],
+    store: Store,
+    calls: list[ToolCall],
+    rounds: int,
+    per_round: int,
+    fresh: Callable[[int], ToolCall] | None = None,
+) -> dict[str, float]:
+    ctx = context(store)
+    for c in calls:  # warm the per-tool caches (except for the cold scenario)
+        gate(ctx, c)
+    samples = []
+    counter = 0
+    for _ in range(rounds):
+        if fresh is not None:
+            batch = [fresh(counter + k) for k in range(per_round)]
+            counter += per_round
+        else:
+            batch = [calls[k % len(calls)] for k in range(per_round)]
+        start = time.perf_counter_ns()
+        for call in batch:
+            gate(ctx, call)
+        samples.append((time.perf_counter_ns() - start) / per_round / 1e3)
+    samples.sort()
+    return {
+        "median_us": statistics.median(samples),
+        "p90_us": samples[int(len(samples) * 0.9) - 1 if len(samples) > 1 else 0],
+        "min_us": samples[0],
+    }
+
+
+def measure(rounds: int, per_round: int) -> list[dict[str, Any]]:
+    rules = mixed_rules()
+    calls = mixed_calls()
+    gate = gate_for(rules)
+    empty = Store({})
+    rows = [
+        {
+            "scenario": "mixed",
+            "rules": len(rules),
+            **time_gate(gate, empty, calls, rounds, per_round),
+        }
+    ]
+    rows.append(
+        {
+            "scenario": "mixed + 200 remembered",
+            "rules": len(rules),
+            **time_gate(gate, remembered_store(calls), calls, rounds, per_round),
+        }
+    )
+
+    def cold(n: int) -> ToolCall:
+        return ToolCall(id=f"k{n}", name=f"fresh_tool_{n}", arguments={"path": "src/a"})
+
+    rows.append(
+        {
+            "scenario": "cold tool ids (cache miss)",
+            "rules": len(rules),
+            **time_gate(gate, empty, calls, rounds, max(1, per_round // 10), cold),
+        }
+    )
+    kinds = ("allow", "ask", "deny")
+    shell = [ToolCall(id="w", name="shell", arguments={"command": "ls -la"})]
+    equal = [f'{kinds[i % 3]} shell(command = "never {i}")' for i in range(1000)]
+    rows.append(
+        {
+            "scenario": '1,000 "=" rules on one tool',
+            "rules": len(equal),
+            **time_gate(gate_for(equal), empty, shell, rounds, per_round),
+        }
+    )
+    globs = [f'{kinds[i % 3]} shell(command ~ "never {i} *")' for i in range(1000)]
+    rows.append(
+        {
+            "scenario": 'worst: 1,000 "~" on one tool',
+            "rules": len(globs),
+            **time_gate(gate_for(globs), empty, shell, rounds, max(1, per_round // 10)),
+        }
+    )
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer rounds (a smoke run)")
+    parser.add_argument("--rounds", type=int, default=None)
+    parser.add_argument("--calls", type=int, default=None, help="gate calls per round")
+    args = parser.parse_args()
+    rounds = args.rounds or (10 if args.quick else 50)
+    per_round = args.calls or (200 if args.quick else 2000)
+    rows = measure(rounds, per_round)
+    header = f"{'scenario':<30} {'rules':>6} {'median':>10} {'p90':>10} {'min':>10}  target"
+    print(header)
+    print("-" * len(header))
+    for r in rows:
+        ok = "ok" if r["median_us"] < TARGET_US else "over"
+        print(
+            f"{r['scenario']:<30} {r['rules']:>6} {r['median_us']:>7.2f} us "
+            f"{r['p90_us']:>7.2f} us {r['min_us']:>7.2f} us  <{TARGET_US:.0f} us {ok}"
+        )
+    RESULTS.mkdir(exist_ok=True)
+    out = RESULTS / ("permissions_quick.json" if args.quick else "permissions.json")
+    out.write_text(
+        json.dumps(
+            {
+                "benchmark": "permissions",
+                "date": datetime.now(UTC).isoformat(timespec="seconds"),
+                "python": sys.version.split()[0],
+                "platform": platform.platform(),
+                "cpus": __import__("os").cpu_count(),
+                "quick": args.quick,
+                "target_median_us": TARGET_US,
+                "rounds": rounds,
+                "calls_per_round": per_round,
+                "rows": rows,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+    print(f"\nwrote {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,226 @@
+"""``PermissionsPlugin``: the ``permissions`` plugin, its gate, hooks and bound.
+
+* The **tool gate** evaluates each call: ``deny`` becomes ``Block`` (a
+  model-visible error naming the rule), ``allow`` no decision, ``ask``
+  ``Suspend(AwaitReason.TOOL_PERMISSION)`` with the tool, arguments and rule.
+* A **BEFORE_INFERENCE** hook hides tools denied unconditionally
+  (``ToolFilter(hide=...)``), so the model never sees them.
+* An **AFTER_TOOL** hook records the audit entry of every call and, when a
+  human answered an ask with ``remember="thread"|"profile"``, stores the
+  exact-match rule; with ``on_deny="stop"`` it stops the run after a denial.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from awaken_runtime import (
+    Approve,
+    AwaitReason,
+    Block,
+    CapabilityBound,
+    Command,
+    Contributions,
+    Deny,
+    HookReaction,
+    PhaseContext,
+    PhaseHookPoint,
+    PluginManifest,
+    Respond,
+    Scope,
+    StateKeyDecl,
+    Suspend,
+    ToolCall,
+    ToolFilter,
+)
+
+from ._audit import AUDIT_KEY, audit_command
+from ._config import PermissionsConfig
+from ._model import Behavior
+from ._policy import Policy, Verdict
+from ._remember import REMEMBERED_KEY, remember_command, remembered
+
+__all__ = ["MANIFEST", "PLUGIN_ID", "PermissionsPlugin", "deny_message", "explain"]
+
+PLUGIN_ID = "permissions"
+"""The plugin id agents list in ``plugin_ids``."""
+
+MANIFEST = PluginManifest(
+    id=PLUGIN_ID,
+    version="0.1.0",
+    description="Allow / deny / ask rules on tool calls; asks suspend for a human decision "
+    "that can be remembered per thread or profile; unconditional denies are hidden.",
+    config_model=PermissionsConfig,
+    bound=CapabilityBound(
+        tool_gates=True,
+        phase_hooks=frozenset({PhaseHookPoint.BEFORE_INFERENCE, PhaseHookPoint.AFTER_TOOL}),
+        narrows_tools=True,
+        state_keys=frozenset(
+            {
+                StateKeyDecl(key=REMEMBERED_KEY, scope=Scope.THREAD),
+                StateKeyDecl(key=REMEMBERED_KEY, scope=Scope.PROFILE),
+                StateKeyDecl(key=AUDIT_KEY, scope=Scope.RUN),
+                StateKeyDecl(key=AUDIT_KEY, scope=Scope.THREAD),
+            }
+        ),
+    ),
+)
+"""The manifest of :class:`PermissionsPlugin` (id ``permissions``)."""
+
+_THREAD = Scope.THREAD
+_PROFILE = Scope.PROFILE
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+def _verdict(policy: Policy, ctx: PhaseContext, call: ToolCall) -> Verdict:
+    store = ctx.store
+    return policy.evaluate(
+        call.name, call.arguments, remembered(store, _THREAD), remembered(store, _PROFILE)
+    )
+
+
+def deny_message(call: ToolCall, verdict: Verdict) -> str:
+    """The model-visible error of a denied call."""
+    return (
+        f"Permission denied: tool '{call.name}' is not allowed here by "
+        f"{verdict.describe()}. Do not retry this call; choose another approach or ask "
+        f"the user."
+    )
+
+
+class _Gatekeeper:
+    """The gate and hooks of one agent's policy (one instance per resolved config)."""
+
+    def __init__(self, config: PermissionsConfig) -> None:
+        self.config = config
+        self.policy = config.policy()
+        self._hidden: dict[tuple[str, ...], frozenset[str]] = {}
+
+    def gate(self, ctx: PhaseContext, call: ToolCall) -> Block | Suspend | None:
+        verdict = _verdict(self.policy, ctx, call)
+        behavior = verdict.behavior
+        if behavior is Behavior.ALLOW:
+            return None
+        if behavior is Behavior.DENY:
+            return Block(reason=deny_message(call, verdict))
+        return Suspend(
+            await_reason=AwaitReason.TOOL_PERMISSION,
+            payload={
+                "plugin": PLUGIN_ID,
+                "tool": call.name,
+                "arguments": call.arguments,
+                "rule": verdict.rule_text,
+                "source": verdict.source,
+                "reason": verdict.describe(),
+                "remember": ["once", "thread", "profile"],
+            },
+        )
+
+    async def hide(self, ctx: PhaseContext) -> HookReaction | None:
+        request = ctx.request
+        if request is None:
+            return None
+        names = tuple(t.id for t in request.tools)
+        hidden = self._hidden.get(names)
+        if hidden is None:
+            hidden = self.policy.hidden(names)
+            if len(self._hidden) > 256:
+                self._hidden.clear()
+            self._hidden[names] = hidden
+        if not hidden:
+            return None
+        return HookReaction(commands=[ToolFilter(hide=hidden).command(ctx.plugin_id or PLUGIN_ID)])
+
+    async def record(self, ctx: PhaseContext) -> HookReaction | None:
+        call, output = ctx.tool_call, ctx.tool_output
+        if call is None:
+            return None
+        verdict = _verdict(self.policy, ctx, call)
+        decision = ctx.decision
+        at = _now()
+        commands: list[Command] = []
+        entry: dict[str, Any] = {
+            "tool": call.name,
+            "policy": verdict.behavior.value,
+            "rule": verdict.rule_text,
+            "source": verdict.source,
+            "decision": verdict.behavior.value,
+            "by": "policy",
+            "at": at,
+            "run_id": ctx.run.run_id,
+            "step": ctx.run.step,
+        }
+        stop: str | None = None
+        configured = self.policy.evaluate(call.name, call.arguments)
+        if isinstance(decision, (Approve, Deny)) and configured.behavior is Behavior.ASK:
+            # A human answered this call's ask (on resume): record who, and remember it.
+            answer = "approve" if isinstance(decision, Approve) else "deny"
+            by = str(getattr(decision, "by", None) or "user")
+            entry.update(
+                policy="ask",
+                rule=configured.rule_text,
+                source=configured.source,
+                decision=answer,
+                by=by,
+                remember=decision.remember,
+            )
+            if decision.remember != "once":
+                commands.append(
+                    remember_command(
+                        decision.remember,
+                        call.name,
+                        call.arguments,
+                        "allow" if answer == "approve" else "deny",
+                        by=by,
+                        at=at,
+                    )
+                )
+        elif isinstance(decision, Respond) and configured.behavior is Behavior.ASK:
+            entry.update(decision="respond", by="user")
+        elif verdict.behavior is Behavior.DENY and self.config.on_deny == "stop":
+            stop = f"tool '{call.name}' was denied by {verdict.describe()}"
+        if output is not None and output.is_error:
+            entry["outcome"] = "error"
+        if self.config.audit != "off":
+            commands.append(audit_command(self.config.audit, call.id, entry))
+        if not commands and stop is None:
+            return None
+        return HookReaction(commands=commands, stop=stop)
+
+
+class PermissionsPlugin:
+    """Allow / deny / ask rules as a tool gate, with remembered human decisions.
+
+    Enable it on an agent with ``plugin_ids=["permissions"]`` and configure
+    it under ``plugin_config["permissions"]`` (see :class:`PermissionsConfig`).
+    The policy also applies to sub-agents unless ``inherit = false``.
+    """
+
+    manifest = MANIFEST
+
+    def resolve(self, config: Any) -> Contributions:
+        """The gate and hooks for one agent's validated config."""
+        if not isinstance(config, PermissionsConfig):
+            config = PermissionsConfig.model_validate(config or {})
+        keeper = _Gatekeeper(config)
+        hooks: dict[PhaseHookPoint, Any] = {PhaseHookPoint.AFTER_TOOL: keeper.record}
+        if config.hide_denied:
+            hooks[PhaseHookPoint.BEFORE_INFERENCE] = keeper.hide
+        return Contributions(tool_gates=[keeper.gate], phase_hooks=hooks, inherit=config.inherit)
+
+
+def explain(
+    config: PermissionsConfig | dict[str, Any], tool: str, args: dict[str, Any] | None = None
+) -> Verdict:
+    """The verdict and deciding rule for ``tool(args)`` under ``config``.
+
+    >>> explain({"deny": ["shell(command ~ 'rm *')"]}, "shell", {"command": "rm -rf /"}).rule_text
+    'deny shell(command ~ "rm *")'
+    """
+    if not isinstance(config, PermissionsConfig):
+        config = PermissionsConfig.model_validate(config)
+    return config.policy().explain(tool, args)

@@ -1,0 +1,159 @@
+"""Evaluation: which rule decides a call, and why (``Policy.explain``).
+
+Precedence, applied in this order:
+
+1. Any matching ``deny`` wins (configured rules first, then remembered denies).
+2. A remembered decision for exactly this call (tool + arguments), from the
+   thread, then the profile: it is more specific than any pattern.
+3. Otherwise the most specific matching rule wins: exact tool id > glob >
+   regex, then more conditions, then more precise operators
+   (``=`` > ``in`` > ``~`` > ``=~``, ``<``, ``>`` > negations); on a tie
+   ``ask`` beats ``allow``, then the earlier rule wins.
+4. No match: the configured ``default`` (``ask`` unless set).
+
+Candidate rules are indexed per tool id (exact ids by dict lookup; globs and
+regexes tested once per distinct tool id and cached), and within a tool by
+:class:`~._index.OrderedRules`, so a check tests only the rules that can apply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ._index import OrderedRules
+from ._matchers import ArgsMatcher, compile_conditions, compile_tool
+from ._model import Behavior, Condition, Operator, Rule, Segment, ToolKind
+from ._remember import call_key
+
+__all__ = ["Policy", "Verdict", "VerdictSource"]
+
+VerdictSource = Literal["rule", "thread", "profile", "default"]
+"""What decided: a configured rule, a remembered thread/profile decision, the default."""
+
+_CACHE_LIMIT = 4096
+_Compiled = tuple[Rule, ArgsMatcher]
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The outcome of evaluating one call: a behavior and what decided it."""
+
+    behavior: Behavior
+    rule: Rule | None
+    source: VerdictSource
+
+    @property
+    def rule_text(self) -> str:
+        """The deciding rule in compact form, or ``default: ask`` style text."""
+        if self.rule is None:
+            return f"default: {self.behavior.value}"
+        return self.rule.text
+
+    def describe(self) -> str:
+        """A one-line explanation for people and for the model."""
+        if self.source == "default":
+            return f"no rule matched; the default is {self.behavior.value}"
+        if self.source == "rule":
+            assert self.rule is not None
+            return f"rule '{self.rule.text}'"
+        return f"a decision remembered for this {self.source}: '{self.rule_text}'"
+
+
+def _remembered_rule(entry: Mapping[str, Any]) -> Rule:
+    args = entry.get("arguments") or {}
+    when = tuple(Condition((Segment(k),), Operator.EQ, v) for k, v in sorted(args.items()))
+    return Rule(
+        tool=str(entry.get("tool", "")),
+        kind=ToolKind.EXACT,
+        behavior=Behavior(entry["behavior"]),
+        when=when,
+        index=-1,
+    )
+
+
+class Policy:
+    """Compiled rules plus a default; evaluate calls with :meth:`evaluate`."""
+
+    def __init__(self, rules: Sequence[Rule], default: Behavior = Behavior.ASK) -> None:
+        self.rules = tuple(rules)
+        self.default = Behavior(default)
+        compiled = [(r, compile_conditions(r), compile_tool(r)) for r in self.rules]
+        self._exact: dict[str, list[_Compiled]] = {}
+        self._patterns: list[tuple[Rule, ArgsMatcher, Any]] = []
+        for rule, body, names in compiled:
+            if rule.kind is ToolKind.EXACT:
+                self._exact.setdefault(rule.tool, []).append((rule, body))
+            else:
+                self._patterns.append((rule, body, names))
+        self._cache: dict[str, tuple[OrderedRules, OrderedRules]] = {}
+
+    def candidates(self, tool: str) -> tuple[OrderedRules, OrderedRules]:
+        """``(denies, others)`` naming ``tool``, each in decision order (cached per tool)."""
+        found = self._cache.get(tool)
+        if found is not None:
+            return found
+        named = list(self._exact.get(tool, ()))
+        named.extend((r, body) for r, body, names in self._patterns if names(tool))
+        denies = [c for c in named if c[0].behavior is Behavior.DENY]
+        others = [c for c in named if c[0].behavior is not Behavior.DENY]
+        denies.sort(key=lambda c: (c[0].specificity(), -c[0].index), reverse=True)
+        others.sort(
+            key=lambda c: (c[0].specificity(), c[0].behavior is Behavior.ASK, -c[0].index),
+            reverse=True,
+        )
+        if len(self._cache) >= _CACHE_LIMIT:
+            self._cache.clear()
+        found = (OrderedRules(denies), OrderedRules(others))
+        self._cache[tool] = found
+        return found
+
+    def evaluate(
+        self,
+        tool: str,
+        args: Mapping[str, Any],
+        thread: Mapping[str, Any] | None = None,
+        profile: Mapping[str, Any] | None = None,
+    ) -> Verdict:
+        """Decide a call given the remembered decisions of its thread and profile."""
+        denies, others = self.candidates(tool)
+        if denies:
+            denied = denies.first(args)
+            if denied is not None:
+                return Verdict(Behavior.DENY, denied, "rule")
+        if thread or profile:
+            key = call_key(tool, args)
+            hits: list[tuple[VerdictSource, Mapping[str, Any]]] = []
+            if thread and key in thread:
+                hits.append(("thread", thread[key]))
+            if profile and key in profile:
+                hits.append(("profile", profile[key]))
+            hits.sort(key=lambda h: h[1].get("behavior") != Behavior.DENY.value)
+            if hits:
+                source, entry = hits[0]
+                rule = _remembered_rule(entry)
+                return Verdict(rule.behavior, rule, source)
+        found = others.first(args) if others else None
+        if found is not None:
+            return Verdict(found.behavior, found, "rule")
+        return Verdict(self.default, None, "default")
+
+    def explain(
+        self,
+        tool: str,
+        args: Mapping[str, Any] | None = None,
+        *,
+        thread: Mapping[str, Any] | None = None,
+        profile: Mapping[str, Any] | None = None,
+    ) -> Verdict:
+        """The verdict for ``tool(args)`` with its deciding rule (same as :meth:`evaluate`)."""
+        return self.evaluate(tool, args or {}, thread, profile)
+
+    def denied_unconditionally(self, tool: str) -> bool:
+        """Whether a deny rule without conditions names ``tool``."""
+        return self.candidates(tool)[0].unconditional()
+
+    def hidden(self, tool_ids: Iterable[str]) -> frozenset[str]:
+        """The tool ids the model should not see: those denied unconditionally."""
+        return frozenset(t for t in tool_ids if self.denied_unconditionally(t))
