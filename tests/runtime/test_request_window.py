@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from awaken_runtime import (
     CapabilityBound,
     CapabilityBoundFailure,
@@ -13,6 +15,7 @@ from awaken_runtime import (
     PhaseHookPoint,
     ScriptedTurn,
     ToolCall,
+    override_params,
     start_window_after,
     tool,
 )
@@ -100,3 +103,44 @@ async def test_narrowing_the_window_needs_the_bound(make_runtime, make_plugin):
     state = await rig.run("go")
     failure = state.end_cause.failure
     assert isinstance(failure, CapabilityBoundFailure) and failure.item == "narrows_window=True"
+
+
+# --- per-request inference parameters ---------------------------------------------
+
+
+def tuner(make_plugin: Any, allowed: set[str], **fields: Any) -> Any:
+    async def hook(ctx: PhaseContext) -> HookReaction | None:
+        return HookReaction(commands=[override_params(**fields)]) if ctx.run.step == 1 else None
+
+    return make_plugin(
+        f"tuner-{len(allowed)}-{len(fields)}",
+        CapabilityBound(phase_hooks={BI}, inference_params=allowed),
+        Contributions(phase_hooks={BI: hook}),
+    )
+
+
+async def test_plugins_override_params_for_one_request_last_writer_wins(make_runtime, make_plugin):
+    first = tuner(make_plugin, {"temperature", "top_p"}, temperature=0.1, top_p=0.5)
+    second = tuner(make_plugin, {"temperature"}, temperature=0.9)
+    turn = ScriptedTurn(tool_calls=[ToolCall(id="c1", name="look", arguments={})])
+    rig = make_runtime(
+        [turn, "done"],
+        tools=[look],
+        plugins=[first, second],
+        params={"temperature": 0.5, "max_output_tokens": 100},
+    )
+    await rig.run("go")
+    tuned, plain = (r.params for r in rig.executor.requests)
+    assert (tuned.temperature, tuned.top_p, tuned.max_output_tokens) == (0.9, 0.5, 100)
+    assert (plain.temperature, plain.top_p) == (0.5, None)  # request-only
+
+
+async def test_overriding_an_undeclared_param_fails_closed(make_runtime, make_plugin):
+    plugin = tuner(make_plugin, {"top_p"}, temperature=0.0)
+    state = await make_runtime(["x"], plugins=[plugin]).run("go")
+    assert state.end_cause.failure.item == "inference_params {temperature}"
+
+
+def test_unknown_param_names_the_valid_ones() -> None:
+    with pytest.raises(ValueError, match="unknown inference parameter"):
+        override_params(temprature=1)

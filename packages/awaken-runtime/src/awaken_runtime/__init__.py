@@ -10,12 +10,14 @@ from ._cancel import CancellationToken
 from ._config import AgentConfig
 from ._context import (
     CONTEXT_MESSAGES,
+    INFERENCE_PARAMS,
     REQUEST_WINDOW,
     TOOL_FILTER,
     Band,
     ContextMessage,
     ToolFilter,
     inject,
+    override_params,
     start_window_after,
 )
 from ._delegation import (
@@ -159,6 +161,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AGENT_RUN",
     "CONTEXT_MESSAGES",
+    "INFERENCE_PARAMS",
     "LITELLM_PROVIDER",
     "REQUEST_WINDOW",
     "TOOL_FILTER",
@@ -312,6 +315,7 @@ __all__ = [
     "from_openai",
     "inject",
     "litellm_pricing",
+    "override_params",
     "replay",
     "run_child_agent",
     "start_window_after",

@@ -24,12 +24,14 @@ from ._state import Command, MergePolicy, Scope
 
 __all__ = [
     "CONTEXT_MESSAGES",
+    "INFERENCE_PARAMS",
     "REQUEST_WINDOW",
     "TOOL_FILTER",
     "Band",
     "ContextMessage",
     "ToolFilter",
     "inject",
+    "override_params",
     "start_window_after",
 ]
 
@@ -38,6 +40,11 @@ CONTEXT_MESSAGES = "awaken.context_messages"
 
 TOOL_FILTER = "awaken.tool_filter"
 """Run-scope COMMUTATIVE key: ``{plugin id: ToolFilter data}``."""
+
+INFERENCE_PARAMS = "awaken.inference_params"
+"""Run-scope COMMUTATIVE key: ``{field: value}`` overriding the agent's
+``InferenceParams`` for the next request (last writer per field wins; ``None``
+restores the provider default). Write it with :func:`override_params`."""
 
 REQUEST_WINDOW = "awaken.request_window"
 """Run-scope key: ``{"start_after_message_id": id}`` drops that message and
@@ -82,6 +89,30 @@ def inject(*messages: ContextMessage) -> Command:
     return Command.set(
         CONTEXT_MESSAGES,
         {m.key: m.model_dump(mode="json") for m in messages},
+        scope=Scope.RUN,
+        merge=MergePolicy.COMMUTATIVE,
+    )
+
+
+def override_params(**fields: Any) -> Command:
+    """The command overriding inference parameters for the next request only.
+
+    Fields are those of ``InferenceParams`` (temperature, max_output_tokens,
+    top_p, reasoning_effort, stop); the plugin's bound must list them in
+    ``CapabilityBound.inference_params``.
+    """
+    from ._models import InferenceParams
+
+    unknown = set(fields) - set(InferenceParams.model_fields)
+    if unknown:
+        raise ValueError(
+            f"unknown inference parameter(s) {', '.join(sorted(unknown))}; valid: "
+            f"{', '.join(InferenceParams.model_fields)}"
+        )
+    checked = InferenceParams.model_validate(fields).model_dump(mode="json")
+    return Command.set(
+        INFERENCE_PARAMS,
+        {name: checked[name] for name in fields},
         scope=Scope.RUN,
         merge=MergePolicy.COMMUTATIVE,
     )

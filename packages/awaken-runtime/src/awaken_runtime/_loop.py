@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from pydantic_core import to_json
 
-from ._context import CONTEXT_MESSAGES, REQUEST_WINDOW, TOOL_FILTER
+from ._context import CONTEXT_MESSAGES, INFERENCE_PARAMS, REQUEST_WINDOW, TOOL_FILTER
 from ._errors import CapabilityBoundError
 from ._events import RunFinish, RunStart, StepEnd, StepStart
 from ._failures import (
@@ -126,7 +126,7 @@ class AgentLoop(ToolCallRunner):
         )
         clear: list[StagedCommand] = []
         store = self.engine.store
-        for key in (CONTEXT_MESSAGES, TOOL_FILTER):
+        for key in (CONTEXT_MESSAGES, TOOL_FILTER, INFERENCE_PARAMS):
             if (_RUN, key) in store:
                 clear.append(StagedCommand(RUNTIME, Command.remove(key, scope=_RUN, merge=_COMM)))
         if (_RUN, REQUEST_WINDOW) in store:
@@ -242,7 +242,7 @@ class AgentLoop(ToolCallRunner):
             self.transcript.append(message)
         try:
             await self._phase(_RUN_START)
-            await self._checkpoint()
+            await self._checkpoint(self._run_record(Phase.RUNNING, None))
             self._boundary()
         except End as end:
             return await self._finish(end.cause)
@@ -422,6 +422,18 @@ class AgentLoop(ToolCallRunner):
                         )
             break
 
+    def _run_record(self, phase: Phase, cause: EndCause | None) -> RunRecord:
+        return RunRecord(
+            run_id=self.run_id,
+            thread_id=self.binding.thread_id,
+            agent_id=self.config.id,
+            phase=phase,
+            end_cause=cause,
+            steps=self.step,
+            usage=self.usage,
+            cost=self.cost,
+        )
+
     async def _finish(self, cause: EndCause | None, parked: ParkedRun | None = None) -> RunState:
         phase = Phase.WAITING if parked is not None else Phase.ENDED
         if cause is not None:
@@ -440,17 +452,7 @@ class AgentLoop(ToolCallRunner):
             except CapabilityBoundError as exc:
                 if not isinstance(cause, Error):
                     cause = _bound_failure(exc)
-        record = RunRecord(
-            run_id=self.run_id,
-            thread_id=self.binding.thread_id,
-            agent_id=self.config.id,
-            phase=phase,
-            end_cause=cause,
-            steps=self.step,
-            usage=self.usage,
-            cost=self.cost,
-        )
-        await self._checkpoint(record, parked, force=True)
+        await self._checkpoint(self._run_record(phase, cause), parked, force=True)
         tickets = parked.tickets if parked is not None else []
         final = self.final_text if isinstance(cause, NaturalEnd) else ""
         state = RunState(

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ._cancel import CancellationToken
-from ._context import CONTEXT_MESSAGES, REQUEST_WINDOW, TOOL_FILTER
+from ._context import CONTEXT_MESSAGES, INFERENCE_PARAMS, REQUEST_WINDOW, TOOL_FILTER
 from ._delegation import ChildRunner
 from ._effects import ACTIONS_KEY, EFFECT_FAILURES_KEY, Effect, ScheduledAction
 from ._errors import CapabilityBoundError, StateConflictError
@@ -156,6 +156,15 @@ class PhaseRunner:
             if not bound.narrows_tools or set(value) - {plugin_id}:
                 raise CapabilityBoundError(
                     plugin_id, "narrows_tools=True", "narrows tools (only its own filter entry)"
+                )
+            return
+        if command.key == INFERENCE_PARAMS and command.scope is _RUN:
+            value = getattr(command.action, "value", None) or {}
+            beyond = set(value) - bound.inference_params
+            if beyond:
+                names = ", ".join(sorted(beyond))
+                raise CapabilityBoundError(
+                    plugin_id, f"inference_params {{{names}}}", f"overrides {names}"
                 )
             return
         if command.key == REQUEST_WINDOW and command.scope is _RUN:

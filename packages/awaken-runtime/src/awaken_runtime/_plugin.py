@@ -79,6 +79,8 @@ class CapabilityBound(BaseModel):
     narrows_tools: bool = False
     narrows_window: bool = False
     """May start the next request later in the transcript (``start_window_after``)."""
+    inference_params: frozenset[str] = frozenset()
+    """``InferenceParams`` fields the plugin may override per request (``override_params``)."""
     effect_handlers: frozenset[str] = frozenset()
     """Effect names the plugin may handle."""
     action_handlers: frozenset[str] = frozenset()
@@ -86,7 +88,12 @@ class CapabilityBound(BaseModel):
     stop_conditions: bool = False
 
     @field_serializer(
-        "tool_ids", "phase_hooks", "context_bands", "effect_handlers", "action_handlers"
+        "tool_ids",
+        "phase_hooks",
+        "context_bands",
+        "effect_handlers",
+        "action_handlers",
+        "inference_params",
     )
     def _sorted(self, value: frozenset[str]) -> list[str]:
         # Sets dump in hash-seed order; fingerprints must not depend on the process.

@@ -14,13 +14,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from ._context import CONTEXT_MESSAGES, REQUEST_WINDOW, TOOL_FILTER, visible_tools
+from ._context import (
+    CONTEXT_MESSAGES,
+    INFERENCE_PARAMS,
+    REQUEST_WINDOW,
+    TOOL_FILTER,
+    visible_tools,
+)
 from ._errors import ToolError
 from ._events import TextDelta, ToolCallDone, ToolCallReady
 from ._failures import Cancelled, ProviderFailure, ToolFailure
 from ._gates import AwaitReason, Block, Schedule, ShortCircuit, Suspend
 from ._messages import Message, ToolCall, new_id
-from ._models import InferenceRequest, InferenceResponse, StreamDelta
+from ._models import InferenceParams, InferenceRequest, InferenceResponse, StreamDelta
 from ._phases import End, PhaseRunner, fail, log
 from ._plugin import PhaseContext, PhaseHookPoint
 from ._state import Scope, StagedCommand
@@ -77,6 +83,11 @@ class ToolCallRunner(PhaseRunner):
             step=self.step,
         )
 
+    def _params(self, override: dict[str, Any] | None) -> InferenceParams:
+        if not override:
+            return self.config.params
+        return InferenceParams.model_validate({**self.config.params.model_dump(), **override})
+
     def _request(self) -> InferenceRequest:
         store = self.engine.store
         filters = store.get_value(TOOL_FILTER, _RUN)
@@ -96,7 +107,7 @@ class ToolCallRunner(PhaseRunner):
             model=self.agent.snapshot.model,
             messages=messages,
             tools=tools,
-            params=self.config.params,
+            params=self._params(store.get_value(INFERENCE_PARAMS, _RUN)),
             run_id=self.run_id,
             step=self.step,
         )

@@ -1,8 +1,16 @@
 """Store backends and ports: memory, file (JSONL) and SQLite, opened by URL.
 
-``open_store("sqlite:///awaken.db")`` returns a backend implementing every
-port of :mod:`awaken_runtime.stores` (:class:`FullStore`); pass it to
-``AgentRuntimeBuilder.with_store``. Third-party backends are checked with the
+===========================  ==============================================
+``memory://``                :class:`InMemoryStore` (tests, notebooks, demo)
+``file:///abs/dir``          :class:`FileStore`: append-only JSONL per thread
+``sqlite:///rel.db``         :class:`SQLiteStore`: the embedded default (WAL)
+``sqlite:////abs/awaken.db``  (an absolute path: four slashes)
+===========================  ==============================================
+
+``open_store(url)`` returns a backend implementing every port (:class:`FullStore`);
+pass it to ``AgentRuntimeBuilder.with_store``. ``?lease_ttl=SECONDS`` sets how
+long a crashed run keeps its thread locked. The CLI reads ``--store`` or
+``AWAKEN_STORE``. Third-party backends are checked with the
 ``awaken-store-conformance`` pytest plugin.
 """
 
