@@ -428,3 +428,39 @@ async def test_mixed_batch_runs_sequentially() -> None:
     )
     await rt.run("parent", "q")
     assert order == ["child", "local"]  # the delegation finished before the local call began
+
+
+def test_child_suspension_resumes_from_sqlite_in_a_new_process(tmp_path: Any) -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from awaken_runtime.stores import SQLiteStore
+
+    helper = Path(__file__).parent / "procs" / "delegation_proc.py"
+    db, ticket = tmp_path / "awaken.db", tmp_path / "ticket.json"
+
+    def run(*args: Any) -> dict[str, Any]:
+        out = tmp_path / f"{args[0]}.json"
+        done = subprocess.run(
+            [sys.executable, str(helper), args[0], str(db), str(out), *map(str, args[1:])],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        return json.loads(out.read_text())
+
+    parked = run("park")
+    assert parked["phase"] == "waiting"
+    ticket.write_text(parked["ticket"])
+    resumed = run("resume", ticket)
+    assert resumed["phase"] == "ended" and resumed["final_text"] == "Rent handled."
+    assert json.loads(resumed["results"][0])["status"] == "completed"
+    store = SQLiteStore(db)
+    child = asyncio.run(store.load(ScopeBinding("t/d0", "default", "default")))
+    assert child.parked is None
+    assert [m.text for m in child.messages if m.role == "tool"] == [
+        f"sent 900 from pid {resumed['pid']}"
+    ]

@@ -1,13 +1,12 @@
 """Suspend in one OS process, resume in another (issue #3): the ticket and a store file
 are all that cross the process boundary.
 
-The store is ``JsonFileStore`` from ``procs/suspension_proc.py``, a test-only ThreadStore
-persisting to one JSON file; switch both processes to the SQLite backend once the
-persistence issue lands.
+Both processes open the same SQLite database (``procs/suspension_proc.py``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -15,8 +14,22 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from awaken_runtime import ScopeBinding, ThreadSnapshot
+from awaken_runtime.stores import SQLiteStore
+
 HELPER = Path(__file__).parent / "procs" / "suspension_proc.py"
 THREAD = "t-xproc"
+
+
+def load(store_file: Path) -> ThreadSnapshot:
+    return asyncio.run(SQLiteStore(store_file).load(ScopeBinding(THREAD, "default", "default")))
+
+
+def fingerprint_of(store_file: Path) -> tuple[Any, ...]:
+    """Everything a resume could change: version, messages, parked record."""
+    snap = load(store_file)
+    parked = snap.parked.model_dump(mode="json") if snap.parked else None
+    return snap.version, [m.model_dump(mode="json") for m in snap.messages], parked
 
 
 def run_helper(*args: str | Path) -> dict[str, Any]:
@@ -33,7 +46,7 @@ def run_helper(*args: str | Path) -> dict[str, Any]:
 
 
 def test_suspend_in_one_process_and_resume_in_another(tmp_path: Path) -> None:
-    store_file = tmp_path / "store.json"
+    store_file = tmp_path / "awaken.db"
     ticket_file = tmp_path / "ticket.json"
 
     # Process 1: run until the transfer parks; nothing but the files survive it.
@@ -55,10 +68,10 @@ def test_suspend_in_one_process_and_resume_in_another(tmp_path: Path) -> None:
     assert ticket["signature"]
     ticket_file.write_text(ticket_json)
 
-    # The store file holds the parked run and everything up to the park.
-    dumped = json.loads(store_file.read_text())["threads"][THREAD]
-    assert [t["ticket_id"] for t in dumped["parked"]["tickets"]] == [ticket["ticket_id"]]
-    assert [m["role"] for m in dumped["messages"]] == ["user", "assistant", "tool"]
+    # The database holds the parked run and everything up to the park.
+    stored = load(store_file)
+    assert [t.ticket_id for t in stored.parked.tickets] == [ticket["ticket_id"]]
+    assert [m.role for m in stored.messages] == ["user", "assistant", "tool"]
 
     # Process 2: a fresh runtime over the same store file resumes with Approve.
     resumed = run_helper("resume", store_file, tmp_path / "resume.json", ticket_file)
@@ -78,26 +91,25 @@ def test_suspend_in_one_process_and_resume_in_another(tmp_path: Path) -> None:
         ["assistant", None, f"done: call_balance=acme has 100 | call_transfer={transferred}", []],
     ]
     assert resumed["final_text"] == resumed["transcript"][-1][2]
-    runs = json.loads(store_file.read_text())["runs"]
-    assert runs[parked["run_id"]]["phase"] == "ended"
+    assert asyncio.run(SQLiteStore(store_file).get_run(parked["run_id"])).phase.value == "ended"
 
     # Process 3: the same ticket again is rejected and changes nothing.
-    before = store_file.read_bytes()
+    before = fingerprint_of(store_file)
     again = run_helper("resume", store_file, tmp_path / "again.json", ticket_file)
     assert "no waiting run" in again["rejected"]
     assert again["executed"] == []
-    assert store_file.read_bytes() == before
+    assert fingerprint_of(store_file) == before
 
 
 def test_tampered_ticket_rejected_in_another_process(tmp_path: Path) -> None:
-    store_file = tmp_path / "store.json"
+    store_file = tmp_path / "awaken.db"
     parked = run_helper("park", store_file, tmp_path / "park.json")
     ticket = json.loads(parked["tickets"][0])
     ticket["call"]["arguments"]["amount"] = 25_000
     ticket_file = tmp_path / "ticket.json"
     ticket_file.write_text(json.dumps(ticket))
-    before = store_file.read_bytes()
+    before = fingerprint_of(store_file)
     resumed = run_helper("resume", store_file, tmp_path / "resume.json", ticket_file)
     assert "signature" in resumed["rejected"]
     assert resumed["executed"] == []
-    assert store_file.read_bytes() == before
+    assert fingerprint_of(store_file) == before

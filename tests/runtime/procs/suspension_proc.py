@@ -3,13 +3,10 @@
     python suspension_proc.py park   STORE_FILE OUT_FILE
     python suspension_proc.py resume STORE_FILE OUT_FILE TICKET_FILE
 
-Both modes build the same agent from the same registries over a :class:`JsonFileStore`
-at ``STORE_FILE`` and write a JSON report to ``OUT_FILE``. ``park`` runs the agent until
+Both modes build the same agent from the same registries over the SQLite store at
+``STORE_FILE`` and write a JSON report to ``OUT_FILE``. ``park`` runs the agent until
 it parks and also writes the ticket (JSON) to ``OUT_FILE``; ``resume`` reads the ticket
 from ``TICKET_FILE`` and approves it.
-
-``JsonFileStore`` is a test-only ThreadStore persisting to one JSON file. It stands in
-until the SQLite backend lands; then both processes should use that backend instead.
 """
 
 from __future__ import annotations
@@ -28,28 +25,23 @@ from awaken_runtime import (
     Approve,
     AwaitReason,
     CapabilityBound,
-    CommittedBatch,
     Contributions,
     MergePolicy,
     Message,
     ModelSpec,
-    ParkedRun,
     PluginManifest,
     Remove,
     ResumeRejected,
-    RunRecord,
     Runtime,
-    Scope,
     ScopeBinding,
     ScriptedExecutor,
     ScriptedTurn,
     Suspend,
-    ThreadSnapshot,
     ToolCall,
     ToolCallContext,
-    VersionConflict,
     tool,
 )
+from awaken_runtime.stores import SQLiteStore
 
 AGENT = "banker"
 THREAD = "t-xproc"
@@ -72,90 +64,6 @@ def apply_command(state: dict[Any, Any], command: Any) -> None:
         state[slot] = {**current, **action.value}
         return
     state[slot] = action.value
-
-
-class JsonFileStore:
-    """A ThreadStore (load/commit with a parked-run record) kept in one JSON file.
-
-    Messages, persisted batches, parked runs and run records are stored with
-    pydantic ``model_dump(mode="json")`` and read back with ``model_validate``;
-    state is rebuilt by replaying the batches. Writes are atomic (temp file +
-    ``os.replace``). Not safe for concurrent writers; one process at a time.
-    """
-
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-
-    def _read(self) -> dict[str, Any]:
-        if not self.path.exists():
-            return {"threads": {}, "scoped": {}, "runs": {}}
-        return json.loads(self.path.read_text())
-
-    def _write(self, data: dict[str, Any]) -> None:
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
-        os.replace(tmp, self.path)
-
-    async def load(self, binding: ScopeBinding) -> ThreadSnapshot:
-        data = self._read()
-        thread = data["threads"].get(binding.thread_id)
-        state: dict[Any, Any] = {}
-        if thread is None:
-            messages: list[Message] = []
-            version, parked = 0, None
-        else:
-            messages = [Message.model_validate(m) for m in thread["messages"]]
-            for raw in thread["batches"]:
-                for _producer, command in CommittedBatch.model_validate(raw).entries:
-                    if command.scope is Scope.THREAD:
-                        apply_command(state, command)
-            version = thread["version"]
-            parked = ParkedRun.model_validate(thread["parked"]) if thread["parked"] else None
-        for scope, owner in (
-            (Scope.PROFILE, binding.profile_id),
-            (Scope.SHARED, binding.namespace),
-        ):
-            for raw in data["scoped"].get(f"{scope.value}:{owner}", []):
-                for _producer, command in CommittedBatch.model_validate(raw).entries:
-                    if command.scope is scope:
-                        apply_command(state, command)
-        return ThreadSnapshot(binding.thread_id, messages, state, version, parked)
-
-    async def commit(
-        self,
-        binding: ScopeBinding,
-        expected_version: int,
-        messages: Sequence[Message],
-        batches: Sequence[CommittedBatch],
-        run_record: RunRecord | None = None,
-        parked: ParkedRun | None = None,
-    ) -> int:
-        data = self._read()
-        thread = data["threads"].setdefault(
-            binding.thread_id, {"messages": [], "batches": [], "version": 0, "parked": None}
-        )
-        if thread["version"] != expected_version:
-            raise VersionConflict(binding.thread_id, expected_version, thread["version"])
-        thread["messages"].extend(m.model_dump(mode="json") for m in messages)
-        for batch in batches:
-            for scope in (Scope.THREAD, Scope.PROFILE, Scope.SHARED):
-                entries = [(p, c) for p, c in batch.entries if c.scope is scope]
-                if not entries:
-                    continue
-                kept = CommittedBatch(revision=batch.revision, phase=batch.phase, entries=entries)
-                if scope is Scope.THREAD:
-                    thread["batches"].append(kept.model_dump(mode="json"))
-                else:
-                    owner = binding.owner(scope)
-                    data["scoped"].setdefault(f"{scope.value}:{owner}", []).append(
-                        kept.model_dump(mode="json")
-                    )
-        if run_record is not None:
-            data["runs"][run_record.run_id] = run_record.model_dump(mode="json")
-        thread["parked"] = parked.model_dump(mode="json") if parked is not None else None
-        thread["version"] += 1
-        self._write(data)
-        return thread["version"]
 
 
 class ApprovalGate:
@@ -205,7 +113,7 @@ FIRST_TURN = ScriptedTurn(
 )
 
 
-def build(store: JsonFileStore, turns: Sequence[Any]) -> Runtime:
+def build(store: SQLiteStore, turns: Sequence[Any]) -> Runtime:
     """The same registries in every process; only the scripted model's turns differ."""
     return (
         AgentRuntimeBuilder(discover=False)
@@ -233,7 +141,7 @@ def transcript(messages: Sequence[Message]) -> list[list[Any]]:
     return [[m.role, m.tool_call_id, m.text, [c.id for c in m.tool_calls or []]] for m in messages]
 
 
-async def park(store: JsonFileStore) -> dict[str, Any]:
+async def park(store: SQLiteStore) -> dict[str, Any]:
     runtime = build(store, [FIRST_TURN])
     state = await runtime.run(AGENT, "pay acme 25", thread_id=THREAD)
     return {
@@ -245,7 +153,7 @@ async def park(store: JsonFileStore) -> dict[str, Any]:
     }
 
 
-async def resume(store: JsonFileStore, ticket_json: str) -> dict[str, Any]:
+async def resume(store: SQLiteStore, ticket_json: str) -> dict[str, Any]:
     runtime = build(store, [summary])
     try:
         state = await runtime.resume(ticket_json, Approve())
@@ -266,7 +174,7 @@ async def resume(store: JsonFileStore, ticket_json: str) -> dict[str, Any]:
 
 def main(argv: list[str]) -> None:
     mode, store_file, out_file = argv[1], argv[2], argv[3]
-    store = JsonFileStore(store_file)
+    store = SQLiteStore(store_file)
     if mode == "park":
         report = asyncio.run(park(store))
     elif mode == "resume":
