@@ -289,6 +289,7 @@ class ToolCallRunner(PhaseRunner):
             tool_id=call.name,
             cancel=self.cancel,
             profile_id=self.binding.profile_id,
+            namespace=self.binding.namespace,
             children=self.children,
             decision=self._decision,
         )

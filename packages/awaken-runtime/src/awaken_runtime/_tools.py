@@ -95,6 +95,8 @@ class ToolCallContext:
     cancel: CancellationToken
     emit_progress: Callable[[str], None] = field(default=lambda _text: None)
     profile_id: str = "default"
+    namespace: str = "default"
+    """The shared-scope namespace the run is bound to."""
     children: ChildRunner | None = None
     """Starts sub-agent runs linked to this run (see ``run_child_agent``)."""
     decision: Any = None

@@ -1,0 +1,112 @@
+"""``LiteLLMEmbedder``: provider embeddings through litellm (imported lazily).
+
+Any embedding model litellm supports: OpenAI, Azure, Cohere, Gemini, Voyage,
+Mistral, Ollama, or any OpenAI-compatible server (``api_base=...``). litellm
+is imported on the first ``embed`` call, never at import time, and with
+``LITELLM_LOCAL_MODEL_COST_MAP=True`` so importing it fetches nothing.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ._embedder import EmbedderUnavailable
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+__all__ = ["LiteLLMEmbedder"]
+
+
+def _item_embedding(item: Any) -> tuple[int, list[float]]:
+    if isinstance(item, dict):
+        return int(item.get("index", 0)), list(item["embedding"])
+    return int(getattr(item, "index", 0)), list(item.embedding)
+
+
+class LiteLLMEmbedder:
+    """Embeddings from a provider model via ``litellm.embedding``.
+
+    ``model`` is litellm's model name (``"openai/text-embedding-3-small"``,
+    ``"ollama/nomic-embed-text"``, ...). ``dim`` is the vector length; when
+    omitted it is learned from the first response (reading ``dim`` before any
+    ``embed`` call sends one probe request). Other keyword arguments
+    (``api_base``, ``api_key``, ``dimensions``, ``timeout``, ...) go to every
+    ``litellm.embedding`` call. ``batch_size`` bounds the inputs per request.
+    """
+
+    blocking = True
+    """Network calls run in a worker thread."""
+
+    def __init__(
+        self, model: str, *, dim: int | None = None, batch_size: int = 128, **options: Any
+    ) -> None:
+        if not model:
+            raise ValueError("LiteLLMEmbedder needs a model name")
+        self.model = model
+        self.options = options
+        self.batch_size = batch_size
+        self._dim = dim
+        self._lock = threading.Lock()
+
+    @property
+    def id(self) -> str:
+        """``litellm:<model>`` (plus ``:<dimensions>`` when that option is set)."""
+        dims = self.options.get("dimensions")
+        return f"litellm:{self.model}" + (f":{dims}" if dims else "")
+
+    @property
+    def dim(self) -> int:
+        """Vector length (from ``dim=``, or learned from the provider's first answer)."""
+        if self._dim is None:
+            self.embed(["dimension probe"])
+        assert self._dim is not None
+        return self._dim
+
+    def __repr__(self) -> str:
+        return f"LiteLLMEmbedder(model={self.model!r})"
+
+    @staticmethod
+    def _litellm() -> Any:
+        if importlib.util.find_spec("litellm") is None:
+            raise EmbedderUnavailable(
+                "LiteLLMEmbedder needs litellm: pip install 'awaken-ext-memory[litellm]'"
+            )
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        return importlib.import_module("litellm")
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """Embed ``texts`` with one request per ``batch_size`` inputs."""
+        import numpy as np
+
+        litellm = self._litellm()
+        rows: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = list(texts[start : start + self.batch_size])
+            response = litellm.embedding(model=self.model, input=batch, **self.options)
+            data = response["data"] if isinstance(response, dict) else response.data
+            ordered = sorted((_item_embedding(item) for item in data), key=lambda p: p[0])
+            if len(ordered) != len(batch):
+                raise RuntimeError(
+                    f"embedding model {self.model!r} returned {len(ordered)} vectors "
+                    f"for {len(batch)} inputs"
+                )
+            rows.extend(vec for _index, vec in ordered)
+        if not rows:
+            return np.zeros((0, self._dim or 0), dtype=np.float32)
+        out = np.asarray(rows, dtype=np.float32)
+        with self._lock:
+            if self._dim is None:
+                self._dim = int(out.shape[1])
+        if out.shape[1] != self._dim:
+            raise RuntimeError(
+                f"embedding model {self.model!r} returned vectors of length {out.shape[1]}, "
+                f"expected {self._dim}"
+            )
+        return out
