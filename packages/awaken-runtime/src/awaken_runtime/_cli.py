@@ -1,4 +1,4 @@
-"""The ``awaken`` command: ``demo``, ``plugins`` and ``run``.
+"""The ``awaken`` command: ``demo``, ``plugins``, ``run`` and ``resume``.
 
 Subcommands import what they need when they run, so ``awaken --help`` stays
 fast and never imports a model provider library.
@@ -28,8 +28,8 @@ def _write(text: str) -> None:
 async def _stream(
     runtime: Runtime, agent_id: str, prompt: str, args: argparse.Namespace | None = None
 ) -> int:
+    from ._cli_approve import drive_with_terminal, exit_status
     from ._demo import render_event
-    from ._events import RunFinish
     from ._failures import Error
     from ._messages import new_id
     from .stores import open_store
@@ -37,22 +37,33 @@ async def _stream(
     url = getattr(args, "store", None) or "memory://"
     runtime.store = open_store(url)
     thread_id = getattr(args, "thread", None) or new_id("thread_")
-    _write(f"user> {prompt}\n")
-    code = 0
     color = sys.stdout.isatty()
+
+    def render(event: Any) -> None:
+        render_event(event, _write, color=color)
+
+    _write(f"user> {prompt}\n")
     try:
-        async for event in runtime.stream(agent_id, prompt, thread_id=thread_id):
-            render_event(event, _write, color=color)
-            if isinstance(event, RunFinish) and isinstance(event.end_cause, Error):
-                _write(f"error: {event.end_cause.failure.message}\n")
-                code = 1
+        state = await runtime.run(agent_id, prompt, thread_id=thread_id, on_event=render)
+        # A run waiting on a permission ask: prompt in the terminal, or save the tickets.
+        context = {
+            "agent": getattr(args, "agent", None),
+            "model": getattr(args, "model", None),
+            "api_base": getattr(args, "api_base", None),
+            "store": url,
+        }
+        state = await drive_with_terminal(
+            runtime, state, stdin=sys.stdin, stdout=sys.stdout, context=context, on_event=render
+        )
     finally:
         close = getattr(runtime.store, "close", None)
         if close is not None:
             await close()
+    if isinstance(state.end_cause, Error):
+        _write(f"error: {state.end_cause.failure.message}\n")
     if not url.startswith("memory:"):
         sys.stderr.write(f"thread {thread_id} saved in {url} (continue it with --thread)\n")
-    return code
+    return exit_status(state)
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -90,6 +101,8 @@ def _bound_summary(bound: Any) -> str:
             "run_end_guards",
             "dynamic_tools",
             "narrows_tools",
+            "narrows_window",
+            "stop_conditions",
         )
         if getattr(bound, name)
     ]
@@ -160,13 +173,47 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_run(args: argparse.Namespace) -> int:
+def _cli_runtime(agent: str | None, model: str | None, api_base: str | None) -> tuple[Runtime, str]:
+    """The runtime ``awaken run`` uses for an agent file and/or a litellm model."""
     from ._builder import AgentRuntimeBuilder
     from ._config import AgentConfig
-    from ._errors import AwakenError
     from ._litellm import LITELLM_PROVIDER, LiteLLMExecutor, litellm_pricing
     from ._models import ModelSpec
     from ._scripted import ScriptedExecutor
+
+    builder = AgentRuntimeBuilder()
+    if agent is not None:
+        config = AgentConfig.from_file(agent)
+        for spec in _models_in_file(agent):
+            builder.with_model(ModelSpec.model_validate(spec))
+    else:
+        config = AgentConfig(
+            id="cli", instructions="You are a helpful assistant.", model_binding=str(model)
+        )
+    if model is not None:
+        # --model binds the agent to a litellm model (litellm's PROVIDER/MODEL name),
+        # priced from litellm's local table when it knows the model.
+        builder.with_model(
+            ModelSpec(
+                id=f"cli:{model}",
+                provider=LITELLM_PROVIDER,
+                model=model,
+                api_base=api_base,
+                pricing=litellm_pricing(model),
+            )
+        )
+        config = config.model_copy(update={"model_binding": f"cli:{model}"})
+    builder.with_agent_spec(config)
+    builder.with_provider(LITELLM_PROVIDER, LiteLLMExecutor())
+    # A built-in offline provider so an agent file can be tried without any key.
+    builder.with_provider("echo", ScriptedExecutor([_echo], repeat=True, chunk_size=8))
+    runtime = builder.build()
+    runtime.resolve(config.id)
+    return runtime, config.id
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from ._errors import AwakenError
 
     if args.agent is None and args.model is None:
         sys.stderr.write("awaken run: give --agent FILE or --model PROVIDER/MODEL (or both)\n")
@@ -175,38 +222,45 @@ def _cmd_run(args: argparse.Namespace) -> int:
         sys.stderr.write("awaken run: --api-base needs --model PROVIDER/MODEL\n")
         return 2
     try:
-        builder = AgentRuntimeBuilder()
-        if args.agent is not None:
-            config = AgentConfig.from_file(args.agent)
-            for spec in _models_in_file(args.agent):
-                builder.with_model(ModelSpec.model_validate(spec))
-        else:
-            config = AgentConfig(
-                id="cli", instructions="You are a helpful assistant.", model_binding=args.model
-            )
-        if args.model is not None:
-            # --model binds the agent to a litellm model (litellm's PROVIDER/MODEL name),
-            # priced from litellm's local table when it knows the model.
-            builder.with_model(
-                ModelSpec(
-                    id=f"cli:{args.model}",
-                    provider=LITELLM_PROVIDER,
-                    model=args.model,
-                    api_base=args.api_base,
-                    pricing=litellm_pricing(args.model),
-                )
-            )
-            config = config.model_copy(update={"model_binding": f"cli:{args.model}"})
-        builder.with_agent_spec(config)
-        builder.with_provider(LITELLM_PROVIDER, LiteLLMExecutor())
-        # A built-in offline provider so an agent file can be tried without any key.
-        builder.with_provider("echo", ScriptedExecutor([_echo], repeat=True, chunk_size=8))
-        runtime = builder.build()
-        runtime.resolve(config.id)
+        runtime, agent_id = _cli_runtime(args.agent, args.model, args.api_base)
     except AwakenError as exc:
         sys.stderr.write(f"awaken run: {exc}\n")
         return 2
-    return _run_stream(runtime, config.id, args.prompt, args)
+    return _run_stream(runtime, agent_id, args.prompt, args)
+
+
+def _cmd_resume(args: argparse.Namespace) -> int:
+    from ._cli_approve import drive_with_terminal, exit_status, read_ticket_file, resume_from_file
+    from ._demo import render_event
+    from ._errors import AwakenError
+    from .stores import open_store
+
+    async def go() -> int:
+        saved = read_ticket_file(args.ticket_file)
+        ctx = saved.context
+        runtime, _agent_id = _cli_runtime(ctx.get("agent"), ctx.get("model"), ctx.get("api_base"))
+        runtime.store = open_store(args.store or ctx.get("store") or "memory://")
+
+        def render(event: Any) -> None:
+            render_event(event, _write, color=sys.stdout.isatty())
+
+        answer = "deny" if args.deny else ("approve-thread" if args.always else "approve")
+        try:
+            state = await resume_from_file(runtime, args.ticket_file, answer, on_event=render)
+            state = await drive_with_terminal(
+                runtime, state, stdin=sys.stdin, stdout=sys.stdout, context=ctx, on_event=render
+            )
+        finally:
+            close = getattr(runtime.store, "close", None)
+            if close is not None:
+                await close()
+        return exit_status(state)
+
+    try:
+        return asyncio.run(go())
+    except (AwakenError, OSError, ValueError) as exc:
+        sys.stderr.write(f"awaken resume: {exc}\n")
+        return 2
 
 
 def _echo(request: Any) -> str:
@@ -283,6 +337,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("prompt", help="the user prompt")
     _store_options(run, "SQLite in $XDG_DATA_HOME/awaken/awaken.db")
     run.set_defaults(func=_cmd_run)
+    resume = sub.add_parser("resume", help="answer the permission asks saved in a ticket file")
+    resume.add_argument("ticket_file", help="the file `awaken run` wrote when it could not ask")
+    answer = resume.add_mutually_exclusive_group(required=True)
+    answer.add_argument("--approve", action="store_true", help="approve every pending ask")
+    answer.add_argument("--deny", action="store_true", help="deny every pending ask")
+    resume.add_argument(
+        "--always", action="store_true", help="with --approve: remember it for this thread"
+    )
+    resume.add_argument("--store", help="store URL (default: the one saved in the ticket file)")
+    resume.set_defaults(func=_cmd_resume)
     return parser
 
 

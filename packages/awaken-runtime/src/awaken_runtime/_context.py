@@ -26,6 +26,7 @@ __all__ = [
     "CONTEXT_MESSAGES",
     "INFERENCE_PARAMS",
     "REQUEST_WINDOW",
+    "REQUEST_WINDOW_FIELDS",
     "TOOL_FILTER",
     "Band",
     "ContextMessage",
@@ -49,7 +50,12 @@ restores the provider default). Write it with :func:`override_params`."""
 REQUEST_WINDOW = "awaken.request_window"
 """Run-scope key: ``{"start_after_message_id": id}`` drops that message and
 everything before it from the next request (request-only; the transcript is
-untouched). Write it with :func:`start_window_after`."""
+untouched). Write it with :func:`start_window_after`. An optional
+``"replace_content": {message_id: text}`` sends those *tool results* with the
+given text in the next request (e.g. a cut oversized result)."""
+
+REQUEST_WINDOW_FIELDS = frozenset({"start_after_message_id", "replace_content"})
+"""The request-window fields this core honours (a feature probe for plugins)."""
 
 
 class Band(enum.StrEnum):

@@ -22,7 +22,7 @@ from ._cancel import CancellationToken
 from ._events import AgentEvent
 from ._failures import Phase
 from ._gates import AwaitReason
-from ._models import TokenUsage
+from ._models import InferenceRequest, InferenceResponse, TokenUsage
 from ._suspension import Decision, ResumeTicket, SuspendCall
 from ._tools import ToolCallContext, ToolDescriptor, ToolOutput
 
@@ -233,6 +233,25 @@ class ChildRunner:
         outcome = await self.service.delegate(request)
         self.roll_up(outcome)
         return outcome
+
+    async def infer(self, request: InferenceRequest) -> InferenceResponse:
+        """One inference on the parent's own executor, outside its transcript.
+
+        For helpers that need the run's model but are not agents (e.g. the
+        built-in summarizer of the compact plugin): nothing is appended to any
+        thread, and the usage and cost roll up into the parent run (cancellation
+        is seen at the parent's next boundary).
+        """
+        loop = self.parent
+        response: InferenceResponse | None = None
+        async for item in loop.agent.executor.stream(request):
+            if isinstance(item, InferenceResponse):
+                response = item
+        if response is None:
+            raise RuntimeError("the provider's stream ended without a final response")
+        cost = request.model.cost(response.usage)
+        loop.add_usage(response.usage, cost if cost is not None else response.cost)
+        return response
 
     async def resume(self, payload: dict[str, Any], decision: Decision) -> ChildOutcome:
         """Continue a waiting child from the payload of the parent's DELEGATION ticket."""

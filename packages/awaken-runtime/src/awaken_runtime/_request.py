@@ -18,7 +18,7 @@ from ._context import BAND_ORDER, Band, ContextMessage
 from ._messages import Message
 from ._transcript import MessageView
 
-__all__ = ["ChainView", "RequestAssembler"]
+__all__ = ["ChainView", "ReplacedContent", "RequestAssembler"]
 
 log = logging.getLogger("awaken_runtime")
 
@@ -56,6 +56,47 @@ class ChainView(Sequence[Message]):
     def __iter__(self) -> Iterator[Message]:
         for segment in self._segments:
             yield from segment
+
+
+class ReplacedContent(Sequence[Message]):
+    """``messages`` with the content of some tool results replaced (copy-free).
+
+    Only ``role == "tool"`` messages are replaced; other ids are ignored, so a
+    plugin can shorten a tool result for one request but never rewrite what the
+    user or the model said.
+    """
+
+    __slots__ = ("_inner", "_replace", "_swapped")
+
+    def __init__(self, inner: Sequence[Message], replace: dict[str, str]) -> None:
+        self._inner = inner
+        self._replace = replace
+        self._swapped: dict[str, Message] = {}
+
+    def _swap(self, message: Message) -> Message:
+        text = self._replace.get(message.id)
+        if text is None or message.role != "tool" or not isinstance(text, str):
+            return message
+        found = self._swapped.get(message.id)
+        if found is None:
+            found = self._swapped[message.id] = message.model_copy(update={"content": text})
+        return found
+
+    def __len__(self) -> int:
+        return len(self._inner)
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Message]: ...
+    def __getitem__(self, index: int | slice) -> Message | Sequence[Message]:
+        if isinstance(index, slice):
+            return [self._swap(m) for m in self._inner[index]]
+        return self._swap(self._inner[index])
+
+    def __iter__(self) -> Iterator[Message]:
+        for message in self._inner:
+            yield self._swap(message)
 
 
 class RequestAssembler:

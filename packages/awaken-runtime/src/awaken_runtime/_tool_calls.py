@@ -29,6 +29,7 @@ from ._messages import Message, ToolCall, new_id
 from ._models import InferenceParams, InferenceRequest, InferenceResponse, StreamDelta
 from ._phases import End, PhaseRunner, fail, log
 from ._plugin import PhaseContext, PhaseHookPoint
+from ._request import ReplacedContent
 from ._state import Scope, StagedCommand
 from ._stop import StopTracker
 from ._suspension import SuspendCall
@@ -93,9 +94,14 @@ class ToolCallRunner(PhaseRunner):
         filters = store.get_value(TOOL_FILTER, _RUN)
         entries = self.assembler.entries(store.get_value(CONTEXT_MESSAGES, _RUN), self.step)
         override = store.get_value(REQUEST_WINDOW, _RUN)
-        after = override.get("start_after_message_id") if isinstance(override, dict) else None
+        if not isinstance(override, dict):
+            override = {}
+        after = override.get("start_after_message_id")
         window = self.transcript.window(self.config.context_policy, after)
         messages = self.assembler.messages(window, self.transcript.last_user_index, entries)
+        replace = override.get("replace_content")
+        if replace and isinstance(replace, dict):
+            messages = ReplacedContent(messages, replace)
         if filters:
             ids = visible_tools(self.tools, filters)
             self.visible = set(ids)

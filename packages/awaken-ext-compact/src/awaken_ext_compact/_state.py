@@ -1,0 +1,54 @@
+"""The plugin's state: the summary (THREAD scope) and per-run stats (RUN scope)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from awaken_runtime import Scope, StateKey
+
+__all__ = ["STATS", "SUMMARY", "CompactStats", "Summary"]
+
+
+class Summary(BaseModel):
+    """The cumulative summary of a thread's transcript up to one message."""
+
+    model_config = ConfigDict(frozen=True)
+    text: str
+    covered_through: str
+    """Id of the last message the summary covers."""
+    covered_count: int = Field(ge=1)
+    """How many transcript messages it covers (position hint for ``covered_through``)."""
+    compactions: int = Field(default=1, ge=1)
+    """How many compactions were folded into it."""
+    tokens: int = 0
+    """Tokens of ``text`` in the encoding that counted it."""
+
+
+class CompactStats(BaseModel):
+    """What compaction did in one run (written only when something changes)."""
+
+    model_config = ConfigDict(frozen=True)
+    compactions: int = 0
+    """Successful compactions (each may take several compactor calls)."""
+    compactor_calls: int = 0
+    summarized_messages: int = 0
+    skipped_min_gain: int = 0
+    """Triggers skipped because the span was under ``min_gain_tokens``."""
+    failures: int = 0
+    last_failure: str | None = None
+    emergency_drops: int = 0
+    """Requests that still exceeded the window and dropped their oldest safe prefix."""
+    truncated_tool_results: int = 0
+    last_request_tokens: int = 0
+    """Planned request tokens when these stats were last written."""
+
+
+SUMMARY: StateKey[Summary | None] = StateKey(
+    "compact.summary", Summary | None, default=None, scope=Scope.THREAD
+)
+"""THREAD-scope: the summary, reused by later steps, runs and processes."""
+
+STATS: StateKey[CompactStats] = StateKey(
+    "compact.stats", CompactStats, default=CompactStats(), scope=Scope.RUN
+)
+"""RUN-scope: counters and the last failure."""

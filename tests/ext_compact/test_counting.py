@@ -1,0 +1,237 @@
+"""Token counting: encoding choice, offline loading, tiktoken parity, caching."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from awaken_ext_compact import (
+    EncodingUnavailable,
+    ThreadTokens,
+    TokenCounter,
+    encoding_for_model,
+    load_encoding,
+)
+from awaken_ext_compact import _encodings as encodings
+from awaken_runtime import ContentPart, Message, ToolCall, ToolDescriptor
+
+CORPUS = [
+    "",
+    "Hello, world!",
+    "The quick brown fox jumps over the lazy dog. " * 20,
+    "def add(a: int, b: int) -> int:\n    return a + b\n\n\nprint(add(1, 2))\n",
+    '{"name": "lookup", "arguments": {"query": "naïve café", "n": 12345678}}',
+    "日本語のテキストと中文文本，还有한국어 텍스트.",  # noqa: RUF001
+    "emoji 🎉🚀👩‍💻 and symbols ∑∫√≈ ≠ ≤ ≥",
+    "   leading and trailing whitespace \t\n\n  \r\n",
+    "numbers 3.14159 2718281828 1,000,000 0x1F 1e-9",
+    "special markers are text here: <|endoftext|> <|fim_prefix|> <|endofprompt|>",
+    "Mixed CASE words, CamelCaseIdentifiers and snake_case_names; don't won't I'll we've",
+    "a" * 5000,
+    "\n".join(f"line {i}: value={i * i}" for i in range(300)),
+]
+
+
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [
+        ("gpt-4o", "o200k_base"),
+        ("openai/gpt-4o-mini", "o200k_base"),
+        ("chatgpt-4o-latest", "o200k_base"),
+        ("gpt-4.1-nano", "o200k_base"),
+        ("gpt-5", "o200k_base"),
+        ("o1", "o200k_base"),
+        ("o3-mini", "o200k_base"),
+        ("azure/o4-mini", "o200k_base"),
+        ("gpt-4", "cl100k_base"),
+        ("gpt-4-turbo", "cl100k_base"),
+        ("gpt-3.5-turbo", "cl100k_base"),
+        ("claude-3-5-sonnet", "cl100k_base"),
+        ("ollama/llama3", "cl100k_base"),
+        ("omni-model", "cl100k_base"),
+    ],
+)
+def test_encoding_for_model(model: str, expected: str) -> None:
+    assert encoding_for_model(model) == expected
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base", "p50k_base"])
+def test_offline_encoding_matches_tiktoken(
+    name: str, reference_encoding: Callable[[str], Any]
+) -> None:
+    ours = load_encoding(name)
+    ref = reference_encoding(name)
+    assert ours.name == ref.name
+    assert ours._pat_str == ref._pat_str
+    assert ours._special_tokens == ref._special_tokens
+    assert ours.n_vocab == ref.n_vocab
+    for text in CORPUS:
+        assert ours.encode_ordinary(text) == ref.encode(text, disallowed_special=())
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_counter_text_equals_tiktoken(name: str, reference_encoding: Callable[[str], Any]) -> None:
+    counter = TokenCounter(load_encoding(name))
+    ref = reference_encoding(name)
+    for text in CORPUS:
+        assert counter.text(text) == len(ref.encode(text, disallowed_special=()))
+
+
+def _corpus_messages() -> list[Message]:
+    out: list[Message] = [Message.system("You are terse.")]
+    for i, text in enumerate(CORPUS):
+        out.append(Message.user(text))
+        call = ToolCall(id=f"c{i}", name="lookup", arguments={"query": text[:40], "n": i})
+        out.append(Message.assistant(text[:10] or None, [call]))
+        out.append(Message.tool(f"c{i}", text[::-1], name="lookup"))
+    out.append(
+        Message(
+            role="user",
+            content=[
+                ContentPart(type="text", text="part one "),
+                ContentPart(type="text", text="two"),
+            ],
+            name="alice",
+        )
+    )
+    return out
+
+
+def test_request_count_equals_cookbook_formula(ref_count: Callable[..., int]) -> None:
+    counter = TokenCounter(load_encoding("o200k_base"))
+    messages = _corpus_messages()
+    tools = [
+        ToolDescriptor(
+            id="lookup",
+            description="Look something up.",
+            parameters={"type": "object", "properties": {"query": {"type": "string"}}},
+        )
+    ]
+    ours = 3 + counter.messages(messages) + counter.tools(tools)
+    assert ours == ref_count(messages, tools)
+
+
+class _Spy:
+    """Wraps an encoding and counts encode calls."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.calls = 0
+        self.name = inner.name
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        self.calls += 1
+        return list(self.inner.encode_ordinary(text))
+
+
+def test_message_counts_are_cached_per_id() -> None:
+    spy = _Spy(load_encoding("o200k_base"))
+    counter = TokenCounter(spy)  # type: ignore[arg-type]
+    message = Message.user("hello there, how are you?")
+    first = counter.message(message)
+    calls = spy.calls
+    assert counter.message(message) == first
+    assert spy.calls == calls
+    assert counter.cached == 1
+
+
+def test_thread_index_ingests_only_new_messages() -> None:
+    spy = _Spy(load_encoding("o200k_base"))
+    counter = TokenCounter(spy)  # type: ignore[arg-type]
+    index = ThreadTokens(counter)
+    messages = [Message.user(f"message {i}") for i in range(50)]
+    assert index.sync(messages) == 50
+    calls = spy.calls
+    messages.append(Message.user("one more"))
+    assert index.sync(messages) == 1
+    assert spy.calls == calls + 1  # one content encode; the role count is cached
+    assert index.tokens(0) == sum(counter.message(m) for m in messages)
+    assert index.tokens(10, 20) == sum(counter.message(m) for m in messages[10:20])
+    assert index.last_user == 50
+
+
+def test_thread_index_recovers_from_a_rolled_back_tail() -> None:
+    counter = TokenCounter(load_encoding("o200k_base"))
+    index = ThreadTokens(counter)
+    messages = [Message.user("a"), Message.assistant("b"), Message.user("c")]
+    index.sync(messages)
+    rolled = [*messages[:2], Message.assistant("different"), Message.assistant("more")]
+    index.sync(rolled)
+    assert index.ids == [m.id for m in rolled]
+    assert index.last_user == 0
+    assert index.tokens(0) == sum(counter.message(m) for m in rolled)
+    assert index.index_of(messages[2].id) is None
+
+
+@pytest.fixture
+def offline_nothing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """No encoding file anywhere and an empty in-memory cache."""
+    monkeypatch.setattr(encodings, "_litellm_dir", lambda: None)
+    monkeypatch.setattr(encodings, "_loaded", {})
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "empty"))
+    monkeypatch.delenv("DATA_GYM_CACHE_DIR", raising=False)
+    monkeypatch.setattr(encodings.tempfile, "gettempdir", lambda: str(tmp_path / "tmp"))
+    return tmp_path
+
+
+def test_missing_encoding_fails_with_the_fix(offline_nothing: Path) -> None:
+    with pytest.raises(EncodingUnavailable) as info:
+        load_encoding("o200k_base")
+    message = str(info.value)
+    assert "'o200k_base'" in message
+    assert "pip install litellm" in message
+    assert "allow_download" in message
+    assert "o200k_base.tiktoken" in message
+
+
+def test_configured_cache_dir_and_hash_check(offline_nothing: Path) -> None:
+    import importlib.util
+
+    spec = importlib.util.find_spec("litellm")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("litellm not installed")
+    source = Path(next(iter(spec.submodule_search_locations))) / "litellm_core_utils" / "tokenizers"
+    cache = offline_nothing / "mine"
+    cache.mkdir()
+    # A corrupted copy under the cache name is ignored ...
+    (cache / "fb374d419588a4632f3f557e76b4b70aebbca790").write_bytes(b"garbage 1\n")
+    with pytest.raises(EncodingUnavailable):
+        load_encoding("o200k_base", cache_dir=str(cache))
+    # ... and a good copy named <encoding>.tiktoken is used.
+    shutil.copy(source / "fb374d419588a4632f3f557e76b4b70aebbca790", cache / "o200k_base.tiktoken")
+    enc = load_encoding("o200k_base", cache_dir=str(cache))
+    assert enc.encode_ordinary("hello world") == [24912, 2375]
+
+
+async def test_run_fails_clearly_without_an_encoding(offline_nothing: Path, rig: Any) -> None:
+    r = rig()
+    state = await r.run("hello")
+    assert state.end_cause is not None and state.end_cause.kind == "error"
+    failure = state.end_cause.failure
+    assert failure.kind == "plugin" and failure.plugin_id == "compact"
+    assert "o200k_base" in failure.message and "pip install litellm" in failure.message
+
+
+def test_import_does_not_load_tiktoken() -> None:
+    code = (
+        "import sys, awaken_runtime, awaken_ext_compact, awaken_ext_compact._hooks\n"
+        "from awaken_ext_compact import CompactPlugin\n"
+        "CompactPlugin().resolve(None)\n"
+        "assert 'tiktoken' not in sys.modules, 'tiktoken imported eagerly'\n"
+        "assert 'litellm' not in sys.modules, 'litellm imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_tool_schema_json_is_stable() -> None:
+    from awaken_ext_compact._counter import tool_schema_json
+
+    d = ToolDescriptor(id="t", description="d", parameters={"type": "object", "properties": {}})
+    assert json.loads(tool_schema_json(d))["function"]["name"] == "t"
