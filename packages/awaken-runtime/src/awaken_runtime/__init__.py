@@ -3,161 +3,350 @@
 Build a :class:`Runtime` with :class:`AgentRuntimeBuilder`, register agents,
 tools, models, providers and plugins, then ``await runtime.run(agent_id, text)``.
 Everything public is importable from this module.
+
+Submodules load on first attribute access (PEP 562), so ``import awaken_runtime``
+stays light; ``from awaken_runtime import X`` loads what ``X`` needs.
 """
 
-from ._builder import AgentRuntimeBuilder
-from ._cancel import CancellationToken
-from ._config import AgentConfig
-from ._context import (
-    CONTEXT_MESSAGES,
-    INFERENCE_PARAMS,
-    REQUEST_WINDOW,
-    REQUEST_WINDOW_FIELDS,
-    TOOL_FILTER,
-    Band,
-    ContextMessage,
-    ToolFilter,
-    inject,
-    override_params,
-    start_window_after,
-)
-from ._delegation import (
-    AGENT_RUN,
-    ChildOutcome,
-    ChildRunner,
-    DelegationRequest,
-    NativeDelegationService,
-    RunDelegationService,
-    run_child_agent,
-)
-from ._discovery import Discovered, Discovery, discover
-from ._effects import ActionHandler, Effect, EffectHandler, ScheduledAction
-from ._errors import (
-    AgentConfigError,
-    AwakenError,
-    CapabilityBoundError,
-    DuplicateIdError,
-    PluginLoadError,
-    ResolutionError,
-    StateConflictError,
-    StateValueError,
-    ToolError,
-    VersionConflict,
-)
-from ._events import (
-    AgentEvent,
-    RunFinish,
-    RunStart,
-    StepEnd,
-    StepStart,
-    TextDelta,
-    ToolCallDone,
-    ToolCallReady,
-    event_adapter,
-)
-from ._failures import (
-    Cancelled,
-    CapabilityBoundFailure,
-    ConfigFailure,
-    EndCause,
-    Error,
-    Failure,
-    InternalFailure,
-    MaxSteps,
-    NaturalEnd,
-    Phase,
-    PluginFailure,
-    ProviderFailure,
-    StateConflictFailure,
-    Stopped,
-    ToolFailure,
-)
-from ._function_tool import FunctionTool, tool
-from ._gates import (
-    AwaitReason,
-    Block,
-    Complete,
-    GateDecision,
-    RunEndDecision,
-    Schedule,
-    ShortCircuit,
-    Steer,
-    Suspend,
-)
-from ._litellm import LITELLM_PROVIDER, LiteLLMExecutor, RetryPolicy, litellm_pricing
-from ._litellm_errors import (
-    LiteLLMNotInstalled,
-    ProviderAuthError,
-    ProviderBadRequest,
-    ProviderError,
-    ProviderRateLimited,
-    ProviderTimeout,
-    ProviderUnavailable,
-    UnknownModelError,
-)
-from ._messages import ContentPart, Message, ToolCall, from_openai, to_openai
-from ._models import (
-    InferenceParams,
-    InferenceRequest,
-    InferenceResponse,
-    LlmExecutor,
-    ModelSpec,
-    Pricing,
-    StreamDelta,
-    TokenUsage,
-)
-from ._plugin import (
-    CapabilityBound,
-    Contributions,
-    HookReaction,
-    PhaseContext,
-    PhaseHook,
-    PhaseHookPoint,
-    Plugin,
-    PluginManifest,
-    RunEndGuard,
-    RunInfo,
-    StateKeyDecl,
-    ToolGateHook,
-    ToolObserver,
-)
-from ._resolve import CatalogFingerprint, ExecutableAgentSnapshot, ResolvedPlugin
-from ._run_state import RunState
-from ._runtime import OnAwait, RunInput, Runtime
-from ._scripted import ScriptedExecutor, ScriptedTurn, ScriptExhausted
-from ._state import (
-    Command,
-    CommittedBatch,
-    Key,
-    MergePolicy,
-    Remove,
-    Scope,
-    Set,
-    StagedCommand,
-    StateEngine,
-    Store,
-    replay,
-)
-from ._state_key import FoldStateKey, StateKey
-from ._stop import LoopDetection, StopConditionHook, StopConfig
-from ._suspension import (
-    Approve,
-    Decision,
-    Deny,
-    ParkedRun,
-    Remember,
-    Replay,
-    Respond,
-    ResumeRejected,
-    ResumeTicket,
-    SuspendCall,
-    ThreadBusy,
-)
-from ._thread_store import InMemoryStore, RunRecord, ScopeBinding, ThreadSnapshot, ThreadStore
-from ._tools import Tool, ToolCallContext, ToolDescriptor, ToolOutput
-from ._transcript import ContextPolicy, KeepAll, KeepLast, MessageView, Transcript
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._builder import AgentRuntimeBuilder
+    from ._cancel import CancellationToken
+    from ._config import AgentConfig
+    from ._context import (
+        CONTEXT_MESSAGES,
+        INFERENCE_PARAMS,
+        REQUEST_WINDOW,
+        REQUEST_WINDOW_FIELDS,
+        TOOL_FILTER,
+        Band,
+        ContextMessage,
+        ToolFilter,
+        inject,
+        override_params,
+        start_window_after,
+    )
+    from ._delegation import (
+        AGENT_RUN,
+        ChildOutcome,
+        ChildRunner,
+        DelegationRequest,
+        NativeDelegationService,
+        RunDelegationService,
+        run_child_agent,
+    )
+    from ._discovery import Discovered, Discovery, discover
+    from ._effects import ActionHandler, Effect, EffectHandler, ScheduledAction
+    from ._errors import (
+        AgentConfigError,
+        AwakenError,
+        CapabilityBoundError,
+        DuplicateIdError,
+        PluginLoadError,
+        ResolutionError,
+        StateConflictError,
+        StateValueError,
+        ToolError,
+        VersionConflict,
+    )
+    from ._events import (
+        AgentEvent,
+        RunFinish,
+        RunStart,
+        StepEnd,
+        StepStart,
+        TextDelta,
+        ToolCallDone,
+        ToolCallReady,
+        event_adapter,
+    )
+    from ._failures import (
+        Cancelled,
+        CapabilityBoundFailure,
+        ConfigFailure,
+        EndCause,
+        Error,
+        Failure,
+        InternalFailure,
+        MaxSteps,
+        NaturalEnd,
+        Phase,
+        PluginFailure,
+        ProviderFailure,
+        StateConflictFailure,
+        Stopped,
+        ToolFailure,
+    )
+    from ._function_tool import FunctionTool, tool
+    from ._gates import (
+        AwaitReason,
+        Block,
+        Complete,
+        GateDecision,
+        RunEndDecision,
+        Schedule,
+        ShortCircuit,
+        Steer,
+        Suspend,
+    )
+    from ._litellm import LITELLM_PROVIDER, LiteLLMExecutor, RetryPolicy, litellm_pricing
+    from ._litellm_errors import (
+        LiteLLMNotInstalled,
+        ProviderAuthError,
+        ProviderBadRequest,
+        ProviderError,
+        ProviderRateLimited,
+        ProviderTimeout,
+        ProviderUnavailable,
+        UnknownModelError,
+    )
+    from ._messages import ContentPart, Message, ToolCall, from_openai, to_openai
+    from ._models import (
+        InferenceParams,
+        InferenceRequest,
+        InferenceResponse,
+        LlmExecutor,
+        ModelSpec,
+        Pricing,
+        StreamDelta,
+        TokenUsage,
+    )
+    from ._plugin import (
+        CapabilityBound,
+        Contributions,
+        HookReaction,
+        PhaseContext,
+        PhaseHook,
+        PhaseHookPoint,
+        Plugin,
+        PluginManifest,
+        RunEndGuard,
+        RunInfo,
+        StateKeyDecl,
+        ToolGateHook,
+        ToolObserver,
+    )
+    from ._resolve import CatalogFingerprint, ExecutableAgentSnapshot, ResolvedPlugin
+    from ._run_state import RunState
+    from ._runtime import OnAwait, RunInput, Runtime
+    from ._scripted import ScriptedExecutor, ScriptedTurn, ScriptExhausted
+    from ._state import (
+        Command,
+        CommittedBatch,
+        Key,
+        MergePolicy,
+        Remove,
+        Scope,
+        Set,
+        StagedCommand,
+        StateEngine,
+        Store,
+        replay,
+    )
+    from ._state_key import FoldStateKey, StateKey
+    from ._stop import LoopDetection, StopConditionHook, StopConfig
+    from ._suspension import (
+        Approve,
+        Decision,
+        Deny,
+        ParkedRun,
+        Remember,
+        Replay,
+        Respond,
+        ResumeRejected,
+        ResumeTicket,
+        SuspendCall,
+        ThreadBusy,
+    )
+    from ._thread_store import InMemoryStore, RunRecord, ScopeBinding, ThreadSnapshot, ThreadStore
+    from ._tools import Tool, ToolCallContext, ToolDescriptor, ToolOutput
+    from ._transcript import ContextPolicy, KeepAll, KeepLast, MessageView, Transcript
 
 __version__ = "0.1.0"
+
+_LAZY: dict[str, str] = {
+    "AGENT_RUN": "_delegation",
+    "ActionHandler": "_effects",
+    "AgentConfig": "_config",
+    "AgentConfigError": "_errors",
+    "AgentEvent": "_events",
+    "AgentRuntimeBuilder": "_builder",
+    "Approve": "_suspension",
+    "AwaitReason": "_gates",
+    "AwakenError": "_errors",
+    "Band": "_context",
+    "Block": "_gates",
+    "CONTEXT_MESSAGES": "_context",
+    "CancellationToken": "_cancel",
+    "Cancelled": "_failures",
+    "CapabilityBound": "_plugin",
+    "CapabilityBoundError": "_errors",
+    "CapabilityBoundFailure": "_failures",
+    "CatalogFingerprint": "_resolve",
+    "ChildOutcome": "_delegation",
+    "ChildRunner": "_delegation",
+    "Command": "_state",
+    "CommittedBatch": "_state",
+    "Complete": "_gates",
+    "ConfigFailure": "_failures",
+    "ContentPart": "_messages",
+    "ContextMessage": "_context",
+    "ContextPolicy": "_transcript",
+    "Contributions": "_plugin",
+    "Decision": "_suspension",
+    "DelegationRequest": "_delegation",
+    "Deny": "_suspension",
+    "Discovered": "_discovery",
+    "Discovery": "_discovery",
+    "DuplicateIdError": "_errors",
+    "Effect": "_effects",
+    "EffectHandler": "_effects",
+    "EndCause": "_failures",
+    "Error": "_failures",
+    "ExecutableAgentSnapshot": "_resolve",
+    "Failure": "_failures",
+    "FoldStateKey": "_state_key",
+    "FunctionTool": "_function_tool",
+    "GateDecision": "_gates",
+    "HookReaction": "_plugin",
+    "INFERENCE_PARAMS": "_context",
+    "InMemoryStore": "_thread_store",
+    "InferenceParams": "_models",
+    "InferenceRequest": "_models",
+    "InferenceResponse": "_models",
+    "InternalFailure": "_failures",
+    "KeepAll": "_transcript",
+    "KeepLast": "_transcript",
+    "Key": "_state",
+    "LITELLM_PROVIDER": "_litellm",
+    "LiteLLMExecutor": "_litellm",
+    "LiteLLMNotInstalled": "_litellm_errors",
+    "LlmExecutor": "_models",
+    "LoopDetection": "_stop",
+    "MaxSteps": "_failures",
+    "MergePolicy": "_state",
+    "Message": "_messages",
+    "MessageView": "_transcript",
+    "ModelSpec": "_models",
+    "NativeDelegationService": "_delegation",
+    "NaturalEnd": "_failures",
+    "OnAwait": "_runtime",
+    "ParkedRun": "_suspension",
+    "Phase": "_failures",
+    "PhaseContext": "_plugin",
+    "PhaseHook": "_plugin",
+    "PhaseHookPoint": "_plugin",
+    "Plugin": "_plugin",
+    "PluginFailure": "_failures",
+    "PluginLoadError": "_errors",
+    "PluginManifest": "_plugin",
+    "Pricing": "_models",
+    "ProviderAuthError": "_litellm_errors",
+    "ProviderBadRequest": "_litellm_errors",
+    "ProviderError": "_litellm_errors",
+    "ProviderFailure": "_failures",
+    "ProviderRateLimited": "_litellm_errors",
+    "ProviderTimeout": "_litellm_errors",
+    "ProviderUnavailable": "_litellm_errors",
+    "REQUEST_WINDOW": "_context",
+    "REQUEST_WINDOW_FIELDS": "_context",
+    "Remember": "_suspension",
+    "Remove": "_state",
+    "Replay": "_suspension",
+    "ResolutionError": "_errors",
+    "ResolvedPlugin": "_resolve",
+    "Respond": "_suspension",
+    "ResumeRejected": "_suspension",
+    "ResumeTicket": "_suspension",
+    "RetryPolicy": "_litellm",
+    "RunDelegationService": "_delegation",
+    "RunEndDecision": "_gates",
+    "RunEndGuard": "_plugin",
+    "RunFinish": "_events",
+    "RunInfo": "_plugin",
+    "RunInput": "_runtime",
+    "RunRecord": "_thread_store",
+    "RunStart": "_events",
+    "RunState": "_run_state",
+    "Runtime": "_runtime",
+    "Schedule": "_gates",
+    "ScheduledAction": "_effects",
+    "Scope": "_state",
+    "ScopeBinding": "_thread_store",
+    "ScriptExhausted": "_scripted",
+    "ScriptedExecutor": "_scripted",
+    "ScriptedTurn": "_scripted",
+    "Set": "_state",
+    "ShortCircuit": "_gates",
+    "StagedCommand": "_state",
+    "StateConflictError": "_errors",
+    "StateConflictFailure": "_failures",
+    "StateEngine": "_state",
+    "StateKey": "_state_key",
+    "StateKeyDecl": "_plugin",
+    "StateValueError": "_errors",
+    "Steer": "_gates",
+    "StepEnd": "_events",
+    "StepStart": "_events",
+    "StopConditionHook": "_stop",
+    "StopConfig": "_stop",
+    "Stopped": "_failures",
+    "Store": "_state",
+    "StreamDelta": "_models",
+    "Suspend": "_gates",
+    "SuspendCall": "_suspension",
+    "TOOL_FILTER": "_context",
+    "TextDelta": "_events",
+    "ThreadBusy": "_suspension",
+    "ThreadSnapshot": "_thread_store",
+    "ThreadStore": "_thread_store",
+    "TokenUsage": "_models",
+    "Tool": "_tools",
+    "ToolCall": "_messages",
+    "ToolCallContext": "_tools",
+    "ToolCallDone": "_events",
+    "ToolCallReady": "_events",
+    "ToolDescriptor": "_tools",
+    "ToolError": "_errors",
+    "ToolFailure": "_failures",
+    "ToolFilter": "_context",
+    "ToolGateHook": "_plugin",
+    "ToolObserver": "_plugin",
+    "ToolOutput": "_tools",
+    "Transcript": "_transcript",
+    "UnknownModelError": "_litellm_errors",
+    "VersionConflict": "_errors",
+    "discover": "_discovery",
+    "event_adapter": "_events",
+    "from_openai": "_messages",
+    "inject": "_context",
+    "litellm_pricing": "_litellm",
+    "override_params": "_context",
+    "replay": "_state",
+    "run_child_agent": "_delegation",
+    "start_window_after": "_context",
+    "to_openai": "_messages",
+    "tool": "_function_tool",
+}
+"""Public name -> the private module that defines it."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 __all__ = [
     "AGENT_RUN",

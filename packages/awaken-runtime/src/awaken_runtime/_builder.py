@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._config import AgentConfig
 from ._discovery import Discovery, discover
@@ -16,6 +15,9 @@ from ._resolve import Registries
 from ._runtime import Runtime
 from ._thread_store import ThreadStore
 from ._tools import Tool
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = ["AgentRuntimeBuilder"]
 
@@ -46,7 +48,7 @@ class AgentRuntimeBuilder:
         self, spec: AgentConfig | dict[str, Any] | str | Path
     ) -> AgentRuntimeBuilder:
         """Register an agent from a config object, a dict, or a TOML/JSON/YAML file path."""
-        if isinstance(spec, (str, Path)):
+        if not isinstance(spec, (AgentConfig, dict)):  # a path (str or PathLike)
             spec = AgentConfig.from_file(spec)
         elif isinstance(spec, dict):
             spec = AgentConfig.from_dict(spec)

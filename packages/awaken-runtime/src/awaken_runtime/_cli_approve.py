@@ -68,7 +68,7 @@ class TicketFile(BaseModel):
     (for example the agent file and the store URL).
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     awaken_ticket_file: int = 1
     run_id: str
     thread_id: str

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import tomllib
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -13,6 +11,9 @@ from ._errors import AgentConfigError
 from ._models import InferenceParams
 from ._stop import StopConfig
 from ._transcript import ContextPolicy, KeepAll
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = ["AgentConfig"]
 
@@ -24,7 +25,7 @@ class AgentConfig(BaseModel):
     registries; nothing is callable until it is registered.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
     id: str = Field(min_length=1)
     instructions: str = ""
     model_binding: str = Field(min_length=1, description="A ModelSpec id.")
@@ -57,6 +58,8 @@ class AgentConfig(BaseModel):
         A TOML or YAML file may hold the agent at the top level or under an
         ``[agent]`` table.
         """
+        from pathlib import Path  # imported here: `import awaken_runtime` stays lean
+
         p = Path(path)
         try:
             text = p.read_text(encoding="utf-8")
@@ -70,6 +73,8 @@ class AgentConfig(BaseModel):
         suffix = p.suffix.lower()
         try:
             if suffix == ".toml":
+                import tomllib
+
                 data: Any = tomllib.loads(text)
             elif suffix == ".json":
                 data = json.loads(text)

@@ -81,7 +81,7 @@ class ContextMessage(BaseModel):
     request, writes of the same key are ignored for that many further steps.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     key: str = Field(min_length=1)
     band: Band
     content: str
@@ -142,7 +142,7 @@ class ToolFilter(BaseModel):
     the plugin hides. Filters of several plugins intersect.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     only: frozenset[str] | None = None
     hide: frozenset[str] = frozenset()
 

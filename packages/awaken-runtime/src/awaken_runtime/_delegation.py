@@ -53,7 +53,7 @@ ChildStatus = Literal["completed", "failed", "cancelled", "max_steps", "stopped"
 class ChildOutcome(BaseModel):
     """How a child run went: its status, final text and usage."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     agent_id: str
     run_id: str
     thread_id: str

@@ -15,8 +15,7 @@ import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
@@ -24,6 +23,9 @@ from . import hookspecs
 from ._errors import DuplicateIdError, PluginLoadError
 from ._plugin import Plugin
 from ._tools import Tool
+
+if TYPE_CHECKING:
+    from importlib import metadata
 
 __all__ = ["DISABLE_ENV", "Discovered", "Discovery", "discover"]
 
@@ -180,6 +182,8 @@ _cache: Discovery | None = None
 def discover(*, refresh: bool = False) -> Discovery:
     """Scan the ``awaken`` entry-point group (once per process unless ``refresh``)."""
     global _cache
+    from importlib import metadata  # loads email & co: only when discovery runs
+
     with _lock:
         if _cache is None or refresh:
             _cache = _scan(list(metadata.entry_points(group="awaken")))

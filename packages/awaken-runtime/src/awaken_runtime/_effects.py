@@ -44,7 +44,7 @@ EFFECT_FAILURES_KEY = "awaken.effect_failures"
 class Effect(BaseModel):
     """A named side effect to run after its batch commits."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     name: str = Field(min_length=1)
     payload: dict[str, Any] = Field(default_factory=dict)
 
@@ -57,7 +57,7 @@ class ScheduledAction(BaseModel):
     point comes up). ``at``: not before this wall-clock time.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     name: str = Field(min_length=1)
     payload: dict[str, Any] = Field(default_factory=dict)
     point: PhaseHookPoint | None = None

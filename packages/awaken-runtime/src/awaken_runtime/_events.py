@@ -25,7 +25,7 @@ __all__ = [
 
 
 class _Event(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     seq: int
     run_id: str
 
@@ -102,5 +102,7 @@ AgentEvent: TypeAlias = Annotated[
 ]
 """Any run event; ``type`` tells the variant and ``seq`` orders them within a run."""
 
-event_adapter: TypeAdapter[AgentEvent] = TypeAdapter(AgentEvent)
+event_adapter: TypeAdapter[AgentEvent] = TypeAdapter(
+    AgentEvent, config=ConfigDict(defer_build=True)
+)
 """Validates/serializes any :data:`AgentEvent` (``event_adapter.validate_json(...)``)."""

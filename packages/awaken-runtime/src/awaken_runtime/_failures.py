@@ -35,7 +35,7 @@ class Phase(enum.StrEnum):
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
 
 class StateConflictFailure(_Frozen):

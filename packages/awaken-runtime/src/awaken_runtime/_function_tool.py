@@ -19,7 +19,6 @@ import inspect
 from collections.abc import Callable
 from typing import Any, get_type_hints, overload
 
-import docstring_parser
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic_core import to_json
 
@@ -61,6 +60,8 @@ class FunctionTool:
         self.fn = fn
         self.threaded = threaded
         self._is_async = inspect.iscoroutinefunction(fn)
+        import docstring_parser  # on first tool definition, not at `import awaken_runtime`
+
         tool_id = name or fn.__name__
         doc = docstring_parser.parse(inspect.getdoc(fn) or "")
         param_docs = {p.arg_name: p.description for p in doc.params}
@@ -87,6 +88,7 @@ class FunctionTool:
             __config__=ConfigDict(extra="forbid"),
             **fields,
         )
+        self._fields = tuple(self.args_model.model_fields)
         schema = self.args_model.model_json_schema()
         schema.pop("title", None)
         for prop in schema.get("properties", {}).values():
@@ -111,7 +113,7 @@ class FunctionTool:
             model = self.args_model.model_validate(args)
         except ValidationError as exc:
             return ToolOutput.error(format_validation_error(self._descriptor.id, exc))
-        kwargs = {name: getattr(model, name) for name in type(model).model_fields}
+        kwargs = {name: getattr(model, name) for name in self._fields}
         if self._ctx_param is not None:
             kwargs[self._ctx_param] = ctx
         if self._is_async:

@@ -39,7 +39,7 @@ class AwaitReason(enum.StrEnum):
 
 
 class _Decision(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     rank: int = Field(default=0, exclude=True)
     effects: list[Effect] = Field(default_factory=list)
     """Side effects to run once the call's outcome is committed."""
@@ -90,13 +90,13 @@ def strongest(decisions: list[GateDecision | None]) -> GateDecision | None:
 class Complete(BaseModel):
     """Let the run end."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
 
 class Steer(BaseModel):
     """Keep going: ``message`` becomes a new user turn and the loop takes another step."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     message: str | Message
 
 

@@ -63,6 +63,10 @@ _RUN_END = PhaseHookPoint.RUN_END
 _RUN = Scope.RUN
 # The plugins' context/filter writes are COMMUTATIVE: the clear must match to share a batch.
 _COMM = MergePolicy.COMMUTATIVE
+_REQUEST_ONLY_SLOTS = frozenset(
+    (_RUN, k) for k in (CONTEXT_MESSAGES, TOOL_FILTER, INFERENCE_PARAMS, REQUEST_WINDOW)
+)
+_NO_USAGE = TokenUsage()
 
 
 class AgentLoop(ToolCallRunner):
@@ -94,7 +98,7 @@ class AgentLoop(ToolCallRunner):
         """Run a step up to its tool calls; the caller parks or ends it."""
         self.step += 1
         self._open_step = True
-        self.step_usage = TokenUsage()
+        self.step_usage = _NO_USAGE
         self.step_delta = []
         if self._stop is not None:
             self._stop.start_step()
@@ -125,12 +129,14 @@ class AgentLoop(ToolCallRunner):
             )
         )
         clear: list[StagedCommand] = []
-        store = self.engine.store
-        for key in (CONTEXT_MESSAGES, TOOL_FILTER, INFERENCE_PARAMS):
-            if (_RUN, key) in store:
-                clear.append(StagedCommand(RUNTIME, Command.remove(key, scope=_RUN, merge=_COMM)))
-        if (_RUN, REQUEST_WINDOW) in store:
-            clear.append(StagedCommand(RUNTIME, Command.remove(REQUEST_WINDOW, scope=_RUN)))
+        data = self.engine.data
+        if _REQUEST_ONLY_SLOTS & data.keys():  # one set operation in the common case
+            for key in (CONTEXT_MESSAGES, TOOL_FILTER, INFERENCE_PARAMS):
+                if (_RUN, key) in data:
+                    remove = Command.remove(key, scope=_RUN, merge=_COMM)
+                    clear.append(StagedCommand(RUNTIME, remove))
+            if (_RUN, REQUEST_WINDOW) in data:
+                clear.append(StagedCommand(RUNTIME, Command.remove(REQUEST_WINDOW, scope=_RUN)))
         await self._phase(_AFTER_INFERENCE, clear, response=response)
         self._boundary()
         if response.tool_calls:

@@ -35,7 +35,7 @@ class ToolCall(BaseModel):
     object; the call then becomes a model-visible error result.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     id: str
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
@@ -45,7 +45,7 @@ class ToolCall(BaseModel):
 class ContentPart(BaseModel):
     """One part of multi-part content, kept in OpenAI's shape (``type`` + payload)."""
 
-    model_config = ConfigDict(frozen=True, extra="allow")
+    model_config = ConfigDict(frozen=True, extra="allow", defer_build=True)
     type: str
     text: str | None = None
 
@@ -53,7 +53,7 @@ class ContentPart(BaseModel):
 class Message(BaseModel):
     """One transcript entry. Messages are immutable once created."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     id: str = Field(default_factory=new_id)
     role: Role
     content: str | list[ContentPart] | None = None

@@ -26,7 +26,7 @@ __all__ = [
 class Pricing(BaseModel):
     """USD prices per one million tokens."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     input_per_mtok: float = 0.0
     output_per_mtok: float = 0.0
     cached_input_per_mtok: float | None = None
@@ -35,7 +35,7 @@ class Pricing(BaseModel):
 class TokenUsage(BaseModel):
     """Token counts of one inference, or summed over a run."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int = 0
@@ -58,7 +58,7 @@ class TokenUsage(BaseModel):
 class ModelSpec(BaseModel):
     """A catalog entry: a stable id bound to a provider and an upstream model name."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     id: str
     provider: str
     model: str
@@ -91,7 +91,7 @@ class ModelSpec(BaseModel):
 class InferenceParams(BaseModel):
     """Sampling parameters; ``None`` leaves the provider's default."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     temperature: float | None = None
     max_output_tokens: int | None = None
     top_p: float | None = None
@@ -114,7 +114,7 @@ class InferenceRequest:
 class StreamDelta(BaseModel):
     """A piece of streamed output: ``text`` on the ``text`` or ``reasoning`` channel."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     text: str
     channel: Literal["text", "reasoning"] = "text"
 
@@ -122,7 +122,7 @@ class StreamDelta(BaseModel):
 class InferenceResponse(BaseModel):
     """The complete answer of one inference."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     text: str = ""
     reasoning: str = ""
     tool_calls: list[ToolCall] = Field(default_factory=list)

@@ -67,7 +67,7 @@ class CapabilityBound(BaseModel):
     ``action_handlers`` name the effects and scheduled actions it may handle.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     tool_ids: frozenset[str] = frozenset()
     state_keys: frozenset[StateKeyDecl] = frozenset()
     phase_hooks: frozenset[PhaseHookPoint] = frozenset()
@@ -127,7 +127,7 @@ class CapabilityBound(BaseModel):
 class PluginManifest(BaseModel):
     """What a plugin is: id, version, description, config model and bound."""
 
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, defer_build=True)
     id: str = Field(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$")
     version: str = "0.0.0"
     description: str = ""

@@ -55,7 +55,7 @@ CatalogFingerprint: TypeAlias = str
 class ResolvedPlugin(BaseModel):
     """A plugin as the snapshot records it: manifest and validated config."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     manifest: PluginManifest
     config: dict[str, Any]
 
@@ -63,7 +63,7 @@ class ResolvedPlugin(BaseModel):
 class ExecutableAgentSnapshot(BaseModel):
     """The resolved, serializable description of an agent at one point in time."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     config: AgentConfig
     tools: list[ToolDescriptor]
     model: ModelSpec

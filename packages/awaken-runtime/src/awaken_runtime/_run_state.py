@@ -23,7 +23,7 @@ class RunState(BaseModel):
     final committed values of every scope the run saw.
     """
 
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, defer_build=True)
     run_id: str
     thread_id: str
     agent_id: str

@@ -21,7 +21,7 @@ class ScriptExhausted(AwakenError):
 class ScriptedTurn(BaseModel):
     """One canned model answer."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     text: str = ""
     reasoning: str = ""
     tool_calls: list[ToolCall] = Field(default_factory=list)
@@ -51,6 +51,19 @@ def _split_chunks(text: str, size: int) -> Iterable[str]:
         yield text[i : i + size]
 
 
+def _response(turn: ScriptedTurn) -> InferenceResponse:
+    usage = turn.usage
+    if usage is None:
+        usage = TokenUsage(prompt_tokens=10, completion_tokens=max(1, len(turn.text) // 4))
+    return InferenceResponse(
+        text=turn.text,
+        reasoning=turn.reasoning,
+        tool_calls=list(turn.tool_calls),
+        usage=usage,
+        finish_reason="tool_calls" if turn.tool_calls else "stop",
+    )
+
+
 class ScriptedExecutor:
     """An :class:`LlmExecutor` that replays turns in order.
 
@@ -74,11 +87,15 @@ class ScriptedExecutor:
         self.requests: list[InferenceRequest] = []
         self.record_requests = True
         self._next = 0
+        # Fixed turns are turned into responses once; only callables run per request.
+        self._responses: dict[int, InferenceResponse] = {}
 
     @property
     def calls(self) -> int:
         """How many inferences were served."""
         return self._next
+
+    _fixed = False  # whether the last turn taken came straight from the script
 
     def _take(self, request: InferenceRequest) -> ScriptedTurn:
         if self._next >= len(self.turns) and (not self.repeat or not self.turns):
@@ -89,6 +106,7 @@ class ScriptedExecutor:
         cycle, index = divmod(self._next, len(self.turns))
         source = self.turns[index]
         self._next += 1
+        self._fixed = isinstance(source, ScriptedTurn) and not (cycle and source.tool_calls)
         if callable(source) and not isinstance(source, ScriptedTurn):
             source = source(request)
         if isinstance(source, str):
@@ -112,18 +130,10 @@ class ScriptedExecutor:
         if turn.text:
             for chunk in _split_chunks(turn.text, self.chunk_size):
                 yield StreamDelta(text=chunk)
-        usage = turn.usage
-        if usage is None:
-            usage = TokenUsage(
-                prompt_tokens=10,
-                completion_tokens=max(1, len(turn.text) // 4),
-                cached_tokens=0,
-                reasoning_tokens=0,
-            )
-        yield InferenceResponse(
-            text=turn.text,
-            reasoning=turn.reasoning,
-            tool_calls=list(turn.tool_calls),
-            usage=usage,
-            finish_reason="tool_calls" if turn.tool_calls else "stop",
-        )
+        fixed = self._fixed
+        response = self._responses.get(id(turn)) if fixed else None
+        if response is None:
+            response = _response(turn)
+            if fixed:
+                self._responses[id(turn)] = response
+        yield response

@@ -15,6 +15,7 @@ at phase boundaries, after every producer of the phase has returned.
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
@@ -68,7 +69,7 @@ class MergePolicy(enum.StrEnum):
 class Set(BaseModel):
     """Action: write a JSON value."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     kind: Literal["set"] = "set"
     value: Any
 
@@ -76,17 +77,20 @@ class Set(BaseModel):
 class Remove(BaseModel):
     """Action: delete the key (for COMMUTATIVE object keys, the whole object)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     kind: Literal["remove"] = "remove"
 
 
-_REMOVE = Remove()
+@functools.cache
+def _remove() -> Remove:
+    # Built on first use, not at import: building a model loads pydantic's plugins.
+    return Remove()
 
 
 class Command(BaseModel):
     """One staged state transition ``{key, scope, merge, action}``."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     key: Key
     scope: Scope = Scope.THREAD
     merge: MergePolicy = MergePolicy.DISJOINT
@@ -109,7 +113,7 @@ class Command(BaseModel):
         cls, key: Key, *, scope: Scope = Scope.THREAD, merge: MergePolicy = MergePolicy.DISJOINT
     ) -> Command:
         """A command that deletes ``(scope, key)``."""
-        return cls(key=key, scope=scope, merge=merge, action=_REMOVE)
+        return cls(key=key, scope=scope, merge=merge, action=_remove())
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +127,7 @@ class StagedCommand:
 class CommittedBatch(BaseModel):
     """One entry of the revision log: what was committed, by whom, at which revision."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     revision: int
     phase: str
     entries: list[tuple[str, Command]]

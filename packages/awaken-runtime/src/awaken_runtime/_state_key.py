@@ -22,7 +22,7 @@ _MISSING: Any = object()
 class StateKeyDecl(BaseModel):
     """A ``(scope, key)`` a plugin may write (see ``CapabilityBound.state_keys``)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     key: Key
     scope: Scope = Scope.THREAD
 

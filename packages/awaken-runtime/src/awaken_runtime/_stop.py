@@ -33,7 +33,7 @@ StopConditionHook: TypeAlias = Callable[["PhaseContext"], "str | Awaitable[str |
 class LoopDetection(BaseModel):
     """Stop when one tool gets the same arguments ``repeats`` times within ``window`` calls."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
     repeats: int = Field(default=3, ge=2)
     window: int = Field(default=10, ge=2)
 
@@ -41,7 +41,7 @@ class LoopDetection(BaseModel):
 class StopConfig(BaseModel):
     """Limits that end a run with ``Stopped``; every field is optional."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
     timeout_s: float | None = Field(default=None, gt=0)
     max_total_tokens: int | None = Field(default=None, ge=1)
     max_cost_usd: float | None = Field(default=None, gt=0)
@@ -64,10 +64,10 @@ class StopConfig(BaseModel):
     @property
     def empty(self) -> bool:
         """Whether no condition is set (the tracker can be skipped)."""
-        return self == _EMPTY
+        # Serialization knows the defaults; much cheaper than inspecting them.
+        return not self.model_dump(exclude_defaults=True)
 
 
-_EMPTY = StopConfig()
 _clock = time.monotonic  # module attribute so tests can substitute a clock
 
 

@@ -73,7 +73,7 @@ class ThreadBusy(AwakenError):
 class ResumeTicket(BaseModel):
     """The reference a client holds for one parked tool call (JSON)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     ticket_id: str
     """The correlation id: unique per parked call."""
     run_id: str
@@ -132,7 +132,7 @@ permissions extension) read ``remember`` from the decision they are shown
 class Approve(BaseModel):
     """Run the parked call (gates still apply, but none can suspend it again)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     kind: Literal["approve"] = "approve"
     remember: Remember = "once"
     by: str | None = None
@@ -142,7 +142,7 @@ class Approve(BaseModel):
 class Deny(BaseModel):
     """Do not run the call; the model sees ``reason`` as an error result."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     kind: Literal["deny"] = "deny"
     reason: str = "denied by the user"
     remember: Remember = "once"
@@ -153,7 +153,7 @@ class Deny(BaseModel):
 class Respond(BaseModel):
     """Use ``value`` as the call's result without running the tool."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     kind: Literal["respond"] = "respond"
     value: Any
 
@@ -161,7 +161,7 @@ class Respond(BaseModel):
 class Replay(BaseModel):
     """Run the call with new ``arguments`` (through every gate again)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     kind: Literal["replay"] = "replay"
     arguments: dict[str, Any]
 
@@ -169,14 +169,14 @@ class Replay(BaseModel):
 Decision: TypeAlias = Annotated[Approve | Deny | Respond | Replay, Field(discriminator="kind")]
 """A human's (or system's) answer to one ticket; JSON form: ``{"kind": "approve"}``."""
 
-decision_adapter: TypeAdapter[Decision] = TypeAdapter(Decision)
+decision_adapter: TypeAdapter[Decision] = TypeAdapter(Decision, config=ConfigDict(defer_build=True))
 """Validates a decision given as an object, a dict or JSON text."""
 
 
 class ParkedRun(BaseModel):
     """Everything needed to continue a waiting run in any process."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     run_id: str
     agent_id: str
     fingerprint: str

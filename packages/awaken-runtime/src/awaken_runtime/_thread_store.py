@@ -52,7 +52,7 @@ class ScopeBinding:
 class RunRecord(BaseModel):
     """What a store keeps about one run."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     run_id: str
     thread_id: str
     agent_id: str

@@ -40,6 +40,10 @@ __all__ = ["Outcome", "ToolCallRunner", "bind", "bind2", "with_plugin"]
 Outcome = Literal["success", "error", "blocked", "short_circuit", "suspended"]
 _AFTER_TOOL = PhaseHookPoint.AFTER_TOOL
 _RUN = Scope.RUN
+_FILTER_SLOT = (_RUN, TOOL_FILTER)
+_CONTEXT_SLOT = (_RUN, CONTEXT_MESSAGES)
+_WINDOW_SLOT = (_RUN, REQUEST_WINDOW)
+_PARAMS_SLOT = (_RUN, INFERENCE_PARAMS)
 
 
 @dataclass(slots=True)
@@ -90,10 +94,10 @@ class ToolCallRunner(PhaseRunner):
         return InferenceParams.model_validate({**self.config.params.model_dump(), **override})
 
     def _request(self) -> InferenceRequest:
-        store = self.engine.store
-        filters = store.get_value(TOOL_FILTER, _RUN)
-        entries = self.assembler.entries(store.get_value(CONTEXT_MESSAGES, _RUN), self.step)
-        override = store.get_value(REQUEST_WINDOW, _RUN)
+        data = self.engine.data  # plain dict reads: this runs every step
+        filters = data.get(_FILTER_SLOT)
+        entries = self.assembler.entries(data.get(_CONTEXT_SLOT), self.step)
+        override = data.get(_WINDOW_SLOT)
         if not isinstance(override, dict):
             override = {}
         after = override.get("start_after_message_id")
@@ -113,7 +117,7 @@ class ToolCallRunner(PhaseRunner):
             model=self.agent.snapshot.model,
             messages=messages,
             tools=tools,
-            params=self._params(store.get_value(INFERENCE_PARAMS, _RUN)),
+            params=self._params(data.get(_PARAMS_SLOT)),
             run_id=self.run_id,
             step=self.step,
         )

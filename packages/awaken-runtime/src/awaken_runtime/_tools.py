@@ -30,7 +30,7 @@ def _content_hash(tool_id: str, description: str, parameters: dict[str, Any]) ->
 class ToolDescriptor(BaseModel):
     """Model-visible metadata of a tool. It carries no executable handle."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     id: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
     """Letters, digits, ``_`` and ``-``, at most 64 (what provider function names allow)."""
     description: str = ""
@@ -64,7 +64,7 @@ class ToolDescriptor(BaseModel):
 class ToolOutput(BaseModel):
     """The result of one tool call: content for the model plus staged state commands."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     call_id: str = ""
     content: str = ""
     is_error: bool = False

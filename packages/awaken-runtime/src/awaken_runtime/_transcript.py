@@ -15,14 +15,14 @@ __all__ = ["ContextPolicy", "KeepAll", "KeepLast", "MessageView", "Transcript"]
 class KeepAll(BaseModel):
     """Send the whole transcript to the model."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     kind: Literal["keep_all"] = "keep_all"
 
 
 class KeepLast(BaseModel):
     """Send at most the last ``keep_last`` messages (more if a tool exchange straddles the cut)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     kind: Literal["keep_last"] = "keep_last"
     keep_last: int = Field(ge=1)
 

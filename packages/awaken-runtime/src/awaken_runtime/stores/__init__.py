@@ -16,6 +16,9 @@ long a crashed run keeps its thread locked. The CLI reads ``--store`` or
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .._thread_store import (
     CommittedThreadView,
     Coordinator,
@@ -36,7 +39,6 @@ from ._errors import (
     StoreSchemaError,
     UnmatchedToolResult,
 )
-from ._file import FileStore
 from ._lease import DEFAULT_LEASE_TTL, hold_lease, new_holder
 from ._memory import InMemoryStore
 from ._ports import (
@@ -56,9 +58,33 @@ from ._ports import (
     ThreadAdmin,
     ThreadInfo,
 )
-from ._sqlite import SQLiteStore
-from ._sqlite_schema import SCHEMA_VERSION
-from ._url import STORE_ENV, default_store_url, open_store
+
+# The file and SQLite backends load on first use (PEP 562): `import awaken_runtime`
+# imports this package for the in-memory store and must not pay for sqlite3 & co.
+_LAZY = {
+    "FileStore": "._file",
+    "SQLiteStore": "._sqlite",
+    "SCHEMA_VERSION": "._sqlite_schema",
+    "STORE_ENV": "._url",
+    "default_store_url": "._url",
+    "open_store": "._url",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:
+    from ._file import FileStore
+    from ._sqlite import SQLiteStore
+    from ._sqlite_schema import SCHEMA_VERSION
+    from ._url import STORE_ENV, default_store_url, open_store
 
 __all__ = [
     "DEFAULT_LEASE_TTL",

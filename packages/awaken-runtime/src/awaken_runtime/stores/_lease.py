@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
-from ._ports import Lease, LeaseStore
+from ._ports import Lease
 
 __all__ = ["DEFAULT_LEASE_TTL", "hold_lease", "new_holder"]
 
@@ -22,7 +23,16 @@ DEFAULT_LEASE_TTL = 30.0
 
 def new_holder() -> str:
     """A holder id naming this host and process."""
-    return f"{socket.gethostname()}:{os.getpid()}:{os.urandom(4).hex()}"
+    return f"{_host_pid()}:{os.urandom(4).hex()}"
+
+
+@functools.cache
+def _host_pid_cached(pid: int) -> str:
+    return f"{socket.gethostname()}:{pid}"
+
+
+def _host_pid() -> str:
+    return _host_pid_cached(os.getpid())  # keyed by pid: stays right after a fork
 
 
 @contextlib.asynccontextmanager
@@ -36,33 +46,55 @@ async def hold_lease(
     :data:`DEFAULT_LEASE_TTL`. The lease is renewed every ``ttl / 3`` seconds
     and released at the end.
     """
-    if not isinstance(store, LeaseStore):
+    if not _has_leases(type(store)):
         yield None
         return
     if ttl is None:
         ttl = float(getattr(store, "lease_ttl", DEFAULT_LEASE_TTL))
     lease = await store.acquire_lease(thread_id, holder or new_holder(), ttl)
     current = [lease]
-
     period = ttl / 3
+    loop = asyncio.get_running_loop()
+    task: asyncio.Task[None] | None = None
 
     async def renew() -> None:
         while True:
-            await asyncio.sleep(period)
             try:
                 current[0] = await store.renew_lease(current[0], period * 3)
             except Exception:
                 log.exception("could not renew the lease on thread %r", thread_id)
                 return
+            await asyncio.sleep(period)
 
-    task = asyncio.create_task(renew())
+    def start_renewing() -> None:
+        nonlocal task
+        task = loop.create_task(renew())
+
+    # Most runs end well within a period: a timer costs far less than a task.
+    timer = loop.call_later(period, start_renewing)
     try:
         yield lease
     finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        timer.cancel()
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         try:
             await store.release_lease(current[0])
         except Exception:
             log.exception("could not release the lease on thread %r", thread_id)
+
+
+_LEASE_SUPPORT: dict[type[Any], bool] = {}
+
+
+def _has_leases(store_type: type[Any]) -> bool:
+    # isinstance() against a runtime Protocol is slow; a store's type never changes.
+    known = _LEASE_SUPPORT.get(store_type)
+    if known is None:
+        known = _LEASE_SUPPORT[store_type] = all(
+            callable(getattr(store_type, name, None))
+            for name in ("acquire_lease", "renew_lease", "release_lease")
+        )
+    return known

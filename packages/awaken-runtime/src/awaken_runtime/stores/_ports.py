@@ -58,7 +58,7 @@ class Page(Generic[T]):
 class ThreadInfo(BaseModel):
     """A listed thread: identity, size and status, without its messages."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     thread_id: str
     version: int
     messages: int
@@ -70,7 +70,7 @@ class ThreadInfo(BaseModel):
 class StreamEvent(BaseModel):
     """One entry of a run's event log (an ``AgentEvent`` as JSON data)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     seq: int = Field(ge=1)
     data: dict[str, Any]
     at: datetime = Field(default_factory=utcnow)
@@ -79,7 +79,7 @@ class StreamEvent(BaseModel):
 class ConfigVersion(BaseModel):
     """One published version of an agent config."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     agent_id: str
     version: int
     config: dict[str, Any]
@@ -90,7 +90,7 @@ class ConfigVersion(BaseModel):
 class Lease(BaseModel):
     """A time-bounded claim on a thread: one active run per thread."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     thread_id: str
     holder: str
     token: str
