@@ -30,7 +30,7 @@ from ._failures import (
 )
 from ._gates import AwaitReason, Steer
 from ._messages import Message, ToolCall, new_id
-from ._models import TokenUsage
+from ._models import ModelSpec, TokenUsage
 from ._phases import RUNTIME, End, log
 from ._plugin import PhaseHookPoint
 from ._run_state import RunState
@@ -63,7 +63,7 @@ _RUN_END = PhaseHookPoint.RUN_END
 _RUN = Scope.RUN
 # The plugins' context/filter writes are COMMUTATIVE: the clear must match to share a batch.
 _COMM = MergePolicy.COMMUTATIVE
-_REQUEST_ONLY_SLOTS = frozenset(
+_REQUEST_ONLY_SLOTS = tuple(
     (_RUN, k) for k in (CONTEXT_MESSAGES, TOOL_FILTER, INFERENCE_PARAMS, REQUEST_WINDOW)
 )
 _NO_USAGE = TokenUsage()
@@ -73,6 +73,7 @@ class AgentLoop(ToolCallRunner):
     """Drives one run (or one resumed leg of a run) of an agent over a thread."""
 
     ticket_secret: bytes | None = None
+    _model: ModelSpec
     cancel_child: Callable[[str], Awaitable[object]] | None = None
     """Cancels a waiting child run by thread id (set by the runtime)."""
     _open_step = False
@@ -104,7 +105,8 @@ class AgentLoop(ToolCallRunner):
             self._stop.start_step()
         if self.emit is not None:
             self.emit(StepStart(seq=self._next_seq(), run_id=self.run_id, step=self.step))
-        await self._phase(_STEP_START)
+        if not self._idle(_STEP_START):
+            await self._phase(_STEP_START)
         self._boundary()
         if _BEFORE_INFERENCE in self._hooks:
             await self._phase(_BEFORE_INFERENCE, request=self._base_request())
@@ -113,8 +115,8 @@ class AgentLoop(ToolCallRunner):
         if self._stop is not None:
             self._stop.on_text(response.text)
         self.step_usage = response.usage
-        self.usage = self.usage + response.usage
-        step_cost = self.agent.snapshot.model.cost(response.usage)
+        self._count(response.usage)
+        step_cost = self._model.cost(response.usage)
         if step_cost is None:
             step_cost = response.cost  # the provider's own price table, if it knew the model
         if step_cost is not None:
@@ -130,14 +132,16 @@ class AgentLoop(ToolCallRunner):
         )
         clear: list[StagedCommand] = []
         data = self.engine.data
-        if _REQUEST_ONLY_SLOTS & data.keys():  # one set operation in the common case
+        s0, s1, s2, s3 = _REQUEST_ONLY_SLOTS
+        if s0 in data or s1 in data or s2 in data or s3 in data:
             for key in (CONTEXT_MESSAGES, TOOL_FILTER, INFERENCE_PARAMS):
                 if (_RUN, key) in data:
                     remove = Command.remove(key, scope=_RUN, merge=_COMM)
                     clear.append(StagedCommand(RUNTIME, remove))
             if (_RUN, REQUEST_WINDOW) in data:
                 clear.append(StagedCommand(RUNTIME, Command.remove(REQUEST_WINDOW, scope=_RUN)))
-        await self._phase(_AFTER_INFERENCE, clear, response=response)
+        if clear or not self._idle(_AFTER_INFERENCE):
+            await self._phase(_AFTER_INFERENCE, clear, response=response)
         self._boundary()
         if response.tool_calls:
             await self._run_calls(response.tool_calls)
@@ -154,7 +158,8 @@ class AgentLoop(ToolCallRunner):
 
     async def _end_step(self, outcome: EndCause | None) -> EndCause | None:
         """StepEnd: hooks, checkpoint, event; then max-steps."""
-        await self._phase(_STEP_END)
+        if not self._idle(_STEP_END):
+            await self._phase(_STEP_END)
         await self._checkpoint(force=self._resumed)
         self._open_step = False
         self._resumed = False
@@ -170,7 +175,7 @@ class AgentLoop(ToolCallRunner):
             )
         self._boundary()
         if outcome is None and self._stop is not None:
-            reason = self._stop.check(self.usage.total_tokens, self.cost)
+            reason = self._stop.check(self._tokens[0] + self._tokens[1], self.cost)
             if reason is None:
                 reason = await self._plugin_stop()
             if reason is not None:
@@ -236,6 +241,7 @@ class AgentLoop(ToolCallRunner):
     async def run(self, snapshot: ThreadSnapshot, input_messages: Sequence[Message]) -> RunState:
         """Start a run on a loaded thread and drive it to an end or a park."""
         self.cancel.attach()
+        self._model = self.agent.snapshot.model
         self._parked = []
         self._held = []
         self._resumed = False
@@ -304,6 +310,7 @@ class AgentLoop(ToolCallRunner):
     def restore(self, snapshot: ThreadSnapshot, parked: ParkedRun) -> None:
         """Rebuild the run's state from the store for a resumed leg."""
         self.cancel.attach()
+        self._model = self.agent.snapshot.model
         self._parked = []
         self._held = list(parked.held_messages)
         self._resumed = True

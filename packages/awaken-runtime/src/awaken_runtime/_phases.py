@@ -55,6 +55,8 @@ _AFTER_TOOL = PhaseHookPoint.AFTER_TOOL
 _RUN = Scope.RUN
 _COMMUTATIVE = MergePolicy.COMMUTATIVE
 
+_ACTIONS_SLOT = (_RUN, ACTIONS_KEY)
+
 MAX_ACTION_ROUNDS = 16
 """How many rounds of due scheduled actions one phase point may run."""
 
@@ -95,7 +97,7 @@ class PhaseRunner:
         self.transcript = Transcript()
         self.version = 0
         self.step = 0
-        self.usage = TokenUsage()
+        self._tokens = [0, 0, 0, 0]  # prompt, completion, cached, reasoning
         self.cost: float | None = None
         self.step_usage = TokenUsage()
         self.step_delta: list[Command] = []
@@ -235,9 +237,33 @@ class PhaseRunner:
             **extra,
         )
 
+    @property
+    def usage(self) -> TokenUsage:
+        """Tokens used by this run so far (kept as counters: steps only add)."""
+        p, c, cached, reasoning = self._tokens
+        return TokenUsage(
+            prompt_tokens=p, completion_tokens=c, cached_tokens=cached, reasoning_tokens=reasoning
+        )
+
+    @usage.setter
+    def usage(self, value: TokenUsage) -> None:
+        self._tokens = [
+            value.prompt_tokens,
+            value.completion_tokens,
+            value.cached_tokens,
+            value.reasoning_tokens,
+        ]
+
+    def _count(self, usage: TokenUsage) -> None:
+        tokens = self._tokens
+        tokens[0] += usage.prompt_tokens
+        tokens[1] += usage.completion_tokens
+        tokens[2] += usage.cached_tokens
+        tokens[3] += usage.reasoning_tokens
+
     def add_usage(self, usage: TokenUsage, cost: float | None) -> None:
         """Add usage (e.g. a sub-agent's) to this run's and this step's totals."""
-        self.usage = self.usage + usage
+        self._count(usage)
         self.step_usage = self.step_usage + usage
         if cost is not None:
             self.cost = (self.cost or 0.0) + cost
@@ -347,6 +373,16 @@ class PhaseRunner:
         self._new_actions = []
         return StagedCommand(RUNTIME, Command.set(ACTIONS_KEY, table, scope=_RUN))
 
+    def _idle(self, point: PhaseHookPoint) -> bool:
+        """Whether ``point`` has nothing to run: no hooks, effects or pending actions.
+
+        The step path checks this first, so a phase with nothing to do costs no
+        coroutine at all.
+        """
+        return (
+            point not in self._hooks and not self._effects and _ACTIONS_SLOT not in self.engine.data
+        )
+
     async def _phase(
         self,
         point: PhaseHookPoint,
@@ -432,6 +468,7 @@ class PhaseRunner:
             self._commit(f"{point}:effects", [StagedCommand(RUNTIME, record)])
 
     def _boundary(self) -> None:
+        """End the run here if it was cancelled or a plugin asked to stop."""
         if self.cancel.cancelled:
             raise End(Cancelled())
         if self.stop_reason is not None:

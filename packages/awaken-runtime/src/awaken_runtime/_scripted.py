@@ -87,8 +87,10 @@ class ScriptedExecutor:
         self.requests: list[InferenceRequest] = []
         self.record_requests = True
         self._next = 0
-        # Fixed turns are turned into responses once; only callables run per request.
-        self._responses: dict[int, InferenceResponse] = {}
+        # Fixed turns become responses here, once; only callables run per request.
+        self._responses: dict[int, InferenceResponse] = {
+            id(turn): _response(turn) for turn in self.turns if isinstance(turn, ScriptedTurn)
+        }
 
     @property
     def calls(self) -> int:

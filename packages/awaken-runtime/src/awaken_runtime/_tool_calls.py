@@ -9,7 +9,7 @@ that a gate or the tool suspends is parked instead and becomes a ticket.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -34,6 +34,7 @@ from ._state import Scope, StagedCommand
 from ._stop import StopTracker
 from ._suspension import SuspendCall
 from ._tools import ToolCallContext, ToolOutput
+from ._transcript import KeepAll, KeepLast
 
 __all__ = ["Outcome", "ToolCallRunner", "bind", "bind2", "with_plugin"]
 
@@ -44,6 +45,7 @@ _FILTER_SLOT = (_RUN, TOOL_FILTER)
 _CONTEXT_SLOT = (_RUN, CONTEXT_MESSAGES)
 _WINDOW_SLOT = (_RUN, REQUEST_WINDOW)
 _PARAMS_SLOT = (_RUN, INFERENCE_PARAMS)
+_NO_ENTRIES: list[Any] = []
 
 
 @dataclass(slots=True)
@@ -62,6 +64,11 @@ class ToolCallRunner(PhaseRunner):
 
     _parked: list[_Parked]
     _stop: StopTracker | None = None
+
+    @property
+    def _policy(self) -> KeepAll | KeepLast:
+        return self.config.context_policy
+
     _held: list[Message]
     _gate_owner: str | None = None
     delegation_tool_id: str = "agent_run"
@@ -95,17 +102,26 @@ class ToolCallRunner(PhaseRunner):
 
     def _request(self) -> InferenceRequest:
         data = self.engine.data  # plain dict reads: this runs every step
+        raw_context = data.get(_CONTEXT_SLOT)
         filters = data.get(_FILTER_SLOT)
-        entries = self.assembler.entries(data.get(_CONTEXT_SLOT), self.step)
         override = data.get(_WINDOW_SLOT)
-        if not isinstance(override, dict):
-            override = {}
-        after = override.get("start_after_message_id")
-        window = self.transcript.window(self.config.context_policy, after)
-        messages = self.assembler.messages(window, self.transcript.last_user_index, entries)
-        replace = override.get("replace_content")
-        if replace and isinstance(replace, dict):
-            messages = ReplacedContent(messages, replace)
+        params = data.get(_PARAMS_SLOT)
+        transcript = self.transcript
+        if override is None and raw_context is None and isinstance(self._policy, KeepAll):
+            # The common case: the whole transcript after the system prompt.
+            messages: Sequence[Message] = self.assembler.messages(
+                transcript.view(), transcript.last_user_index, _NO_ENTRIES
+            )
+        else:
+            if not isinstance(override, dict):
+                override = {}
+            entries = self.assembler.entries(raw_context, self.step) if raw_context else []
+            after = override.get("start_after_message_id")
+            window = transcript.window(self._policy, after)
+            messages = self.assembler.messages(window, transcript.last_user_index, entries)
+            replace = override.get("replace_content")
+            if replace and isinstance(replace, dict):
+                messages = ReplacedContent(messages, replace)
         if filters:
             ids = visible_tools(self.tools, filters)
             self.visible = set(ids)
@@ -114,12 +130,12 @@ class ToolCallRunner(PhaseRunner):
             self.visible = None
             tools = self._all_descriptors
         return InferenceRequest(
-            model=self.agent.snapshot.model,
-            messages=messages,
-            tools=tools,
-            params=self._params(data.get(_PARAMS_SLOT)),
-            run_id=self.run_id,
-            step=self.step,
+            self.agent.snapshot.model,
+            messages,
+            tools,
+            self._params(params) if params else self.config.params,
+            self.run_id,
+            self.step,
         )
 
     async def _infer(self, request: InferenceRequest) -> InferenceResponse:
@@ -331,7 +347,10 @@ class ToolCallRunner(PhaseRunner):
     async def _tool_call(self, call: ToolCall, *, approved: bool = False) -> None:
         """Gate, execute and record one call, or park it."""
         self._emit_ready(call)
-        decision = await self._gate(call)
+        if self.agent.gates or call.name not in self.tools or self.visible is not None:
+            decision = await self._gate(call)
+        else:
+            decision = None  # no gate, a known and visible tool: nothing to decide
         if approved and isinstance(decision, (Suspend, Schedule)):
             decision = None  # a human approved this call: gates may still block it
         if isinstance(decision, Suspend):
@@ -402,9 +421,10 @@ class ToolCallRunner(PhaseRunner):
                 metadata={"is_error": True} if output.is_error else {},
             )
         )
-        extra = await self._phase(_AFTER_TOOL, batch, tool_call=call, tool_output=output)
-        # Tool results of one response must stay contiguous: hook messages wait.
-        self._held.extend(extra)
+        if batch or not self._idle(_AFTER_TOOL):
+            extra = await self._phase(_AFTER_TOOL, batch, tool_call=call, tool_output=output)
+            # Tool results of one response must stay contiguous: hook messages wait.
+            self._held.extend(extra)
         if self._stop is not None:
             self._stop.on_tool(call, output.is_error)
         self._emit_done(call, output.content, outcome)

@@ -155,7 +155,7 @@ class Core:
         else:
             check_messages(tid, messages, thread.msg_ids.__contains__, thread.call_ids.__contains__)
         merged = merge_run(tid, self.runs.get(record.run_id), record) if record else None
-        return Prepared(persistent(batches), merged)
+        return Prepared(persistent(batches) if batches else [], merged)
 
     def apply_commit(
         self,
