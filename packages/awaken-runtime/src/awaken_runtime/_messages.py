@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections.abc import Iterable, Sequence
@@ -22,10 +23,25 @@ __all__ = [
 Role = Literal["system", "user", "assistant", "tool"]
 
 
+def _reseed() -> None:
+    global _stem, _counter
+    _stem = os.urandom(10).hex()
+    _counter = itertools.count(1)
+
+
+_stem = ""
+_counter = itertools.count(1)
+_reseed()
+os.register_at_fork(after_in_child=_reseed)  # a forked child must not repeat ids
+
+
 def new_id(prefix: str = "") -> str:
-    """A fresh random 128-bit id in hex, optionally prefixed."""
-    # os.urandom directly: uuid.uuid4() costs several times more per call.
-    return prefix + os.urandom(16).hex()
+    """A fresh id, optionally prefixed: 80 random bits per process plus a counter.
+
+    Unique across processes (the random part) and cheap on the per-step path
+    (no system call per id, unlike ``uuid4``).
+    """
+    return f"{prefix}{_stem}{next(_counter):012x}"
 
 
 class ToolCall(BaseModel):

@@ -75,12 +75,15 @@ class ToolOutput(BaseModel):
     @classmethod
     def ok(cls, content: str, *, state: list[Command] | None = None) -> ToolOutput:
         """A successful result."""
-        return cls(call_id="", content=content, is_error=False, state=state or [])
+        # Passing only what differs from the defaults keeps validation cheap.
+        return cls(content=content) if state is None else cls(content=content, state=state)
 
     @classmethod
     def error(cls, message: str, *, state: list[Command] | None = None) -> ToolOutput:
         """An error the model sees and can react to; the run continues."""
-        return cls(call_id="", content=message, is_error=True, state=state or [])
+        if state is None:
+            return cls(content=message, is_error=True)
+        return cls(content=message, is_error=True, state=state)
 
 
 @dataclass(slots=True)
