@@ -20,7 +20,8 @@ from ._delegation import (
 )
 from ._discovery import Discovery
 from ._errors import AgentConfigError, VersionConflict
-from ._events import AgentEvent, RunFinish
+from ._event_log import EventLog, has_event_log
+from ._events import AgentEvent, RunFinish, event_adapter
 from ._failures import Phase
 from ._loop import AgentLoop
 from ._messages import Message, new_id
@@ -209,7 +210,9 @@ class Runtime:
         self, agent: str | ExecutableAgentSnapshot, input: RunInput, **kwargs: Any
     ) -> AsyncIterator[AgentEvent]:
         """Run like :meth:`run` and yield its events; the last one is ``RunFinish``."""
-        async for event in _stream(lambda sink: self.run(agent, input, on_event=sink, **kwargs)):
+        async for event in _stream(
+            lambda sink: self.run(agent, input, on_event=sink, **kwargs), EventLog(self.store)
+        ):
             yield event
 
     def run_sync(
@@ -419,15 +422,36 @@ class Runtime:
     ) -> AsyncIterator[AgentEvent]:
         """Resume like :meth:`resume` and yield the leg's events (RunStart ... RunFinish)."""
         async for event in _stream(
-            lambda sink: self.resume(ticket, decision, on_event=sink, **kwargs)
+            lambda sink: self.resume(ticket, decision, on_event=sink, **kwargs),
+            EventLog(self.store),
         ):
             yield event
+
+    async def read_events(self, run_id: str, after: int = 0) -> list[AgentEvent]:
+        """Logged events of ``run_id`` with ``seq > after`` (for a client that reconnects).
+
+        Events of streamed runs are logged at every step boundary by stores
+        with an event log (all built-in ones); other stores return nothing.
+        """
+        if not has_event_log(self.store):
+            return []
+        out: list[AgentEvent] = []
+        while True:
+            page = await self.store.read_events(run_id, after)  # type: ignore[attr-defined]
+            if not page:
+                return out
+            out.extend(event_adapter.validate_python(e.data) for e in page)
+            after = page[-1].seq
 
 
 async def _stream(
     start: Callable[[EventSink], Coroutine[Any, Any, RunState]],
+    log: EventLog,
 ) -> AsyncIterator[AgentEvent]:
-    """Run ``start(sink)`` as a task and yield what it emits until ``RunFinish``."""
+    """Run ``start(sink)`` as a task and yield what it emits until ``RunFinish``.
+
+    Every yielded event also goes to ``log`` (the store's event log, if any).
+    """
     queue: asyncio.Queue[AgentEvent | None] = asyncio.Queue()
     task = asyncio.ensure_future(start(queue.put_nowait))
     task.add_done_callback(lambda _t: queue.put_nowait(None))
@@ -440,6 +464,7 @@ async def _stream(
                 return
             if root is None:
                 root = item.run_id
+            await log.add(item)
             yield item
             if isinstance(item, RunFinish) and item.run_id == root:
                 await task
