@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -111,7 +112,10 @@ class Runtime:
         self.discovery = discovery
         self.ticket_secret = ticket_secret
         self._resolved: dict[str, ResolvedAgent] = {}
-        self._thread_locks: dict[str, asyncio.Lock] = {}
+        # Weak: a lock lives while a run holds it, so many threads do not pile up.
+        self._thread_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
+            weakref.WeakValueDictionary()
+        )
         self.delegation: RunDelegationService = (
             delegation if delegation is not None else NativeDelegationService(self)
         )
