@@ -1,0 +1,62 @@
+"""The README's entry points: `awaken demo`, `awaken plugins`, `awaken --help`, and the
+runtime README's quickstart snippet."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+README = Path(__file__).resolve().parents[2] / "packages" / "awaken-runtime" / "README.md"
+
+
+def awaken(*args: str) -> subprocess.CompletedProcess[str]:
+    code = "import sys; from awaken_runtime._cli import main; sys.exit(main(sys.argv[1:]))"
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={"AWAKEN_STORE": "memory://", "PATH": "/usr/bin:/bin"},
+    )
+
+
+def test_demo_streams_a_tool_using_run_with_usage_and_cost() -> None:
+    done = awaken("demo")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "-> lookup_weather" in out and "<- [success]" in out
+    assert "In Lisbon it is 69.8°F (21°C) with clear skies." in out
+    assert re.search(r"run ended: natural_end · \d+ tokens .* · \$0\.\d+", out)
+
+
+def test_help_does_not_import_litellm() -> None:
+    code = (
+        "import sys\nfrom awaken_runtime._cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "print('litellm' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "demo" in done.stdout and done.stdout.strip().endswith("False")
+
+
+def test_plugins_lists_the_installed_first_party_extensions() -> None:
+    done = awaken("plugins", "--json")
+    listing = json.loads(done.stdout)
+    ids = {p["id"] for p in listing["plugins"]}
+    assert {"compact", "memory", "skills", "permissions"} <= ids
+    assert {"id": "litellm", "distribution": "awaken-runtime"} in listing["providers"]
+    assert listing["errors"] == [] and done.returncode == 0
+
+
+def test_runtime_readme_quickstart_runs() -> None:
+    block = re.search(r"```python\n(.*?)```", README.read_text(), re.S)
+    assert block is not None
+    done = subprocess.run(
+        [sys.executable, "-c", block.group(1)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("3 ")
