@@ -17,7 +17,6 @@ so every helper is handed out through a fixture:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -25,24 +24,18 @@ from pydantic import BaseModel
 
 from awaken_runtime import (
     AgentConfig,
-    AgentRuntimeBuilder,
     CapabilityBound,
     Command,
     Contributions,
     HookReaction,
-    InMemoryStore,
     Message,
     ModelSpec,
     PhaseContext,
     PluginManifest,
     Pricing,
-    RunState,
-    Runtime,
-    ScriptedExecutor,
     ScriptedTurn,
-    Tool,
-    tool,
 )
+from awaken_runtime.testing import ScriptedRig, scripted_runtime
 
 MODEL_ID = "test-model"
 PROVIDER_ID = "scripted"
@@ -136,68 +129,23 @@ def make_hook(
     return hook
 
 
-@dataclass
-class Rig:
-    """A built runtime with its scripted model."""
-
-    runtime: Runtime
-    executor: ScriptedExecutor
-    store: InMemoryStore
-    agent_id: str = AGENT_ID
-
-    async def run(self, text: str = "hello", **kwargs: Any) -> RunState:
-        """Run the default agent on ``text``."""
-        agent = kwargs.pop("agent", self.agent_id)
-        return await self.runtime.run(agent, text, **kwargs)
-
-    async def events(self, text: str = "hello", **kwargs: Any) -> list[Any]:
-        """Every event of one streamed run."""
-        agent = kwargs.pop("agent", self.agent_id)
-        return [ev async for ev in self.runtime.stream(agent, text, **kwargs)]
-
-    def messages(self, thread_id: str) -> list[Message]:
-        """The committed transcript of a thread."""
-        return self.store.messages(thread_id)
+Rig = ScriptedRig
 
 
 def build_rig(
     turns: Sequence[ScriptedTurn | str | Callable[..., Any]] = ("done",),
     *,
-    tools: Iterable[Tool | Callable[..., Any]] = (),
-    plugins: Iterable[Any] = (),
-    agents: Iterable[AgentConfig] | None = None,
-    executor: ScriptedExecutor | None = None,
-    chunk_size: int = 0,
-    repeat: bool = False,
     model: ModelSpec | None = None,
-    **agent_fields: Any,
+    **kwargs: Any,
 ) -> Rig:
-    """A discovery-free runtime with one scripted provider and (by default) one agent.
+    """The library's ``scripted_runtime`` with the test model (priced) and instructions.
 
     Without ``agents``, the agent ``"agent"`` gets every registered tool and
-    plugin (``tool_ids``/``plugin_ids`` in ``agent_fields`` override that).
+    plugin (``tool_ids``/``plugin_ids`` override that).
     """
-    tools = [t if isinstance(t, Tool) else tool(t) for t in tools]
-    plugins = list(plugins)
-    executor = executor or ScriptedExecutor(list(turns), chunk_size=chunk_size, repeat=repeat)
-    store = InMemoryStore()
-    builder = (
-        AgentRuntimeBuilder(discover=False)
-        .with_model(model or build_model_spec())
-        .with_provider(PROVIDER_ID, executor)
-        .with_store(store)
-    )
-    for t in tools:
-        builder.with_tool(t)
-    for p in plugins:
-        builder.with_plugin(p)
-    if agents is None:
-        agent_fields.setdefault("tool_ids", [t.descriptor.id for t in tools])
-        agent_fields.setdefault("plugin_ids", [p.manifest.id for p in plugins])
-        agents = [build_agent_config(**agent_fields)]
-    for agent in agents:
-        builder.with_agent_spec(agent)
-    return Rig(builder.build(), executor, store)
+    if kwargs.get("agents") is None:
+        kwargs.setdefault("instructions", INSTRUCTIONS)
+    return scripted_runtime(turns, model=model or build_model_spec(), **kwargs)
 
 
 def pytest_configure(config: pytest.Config) -> None:
