@@ -23,14 +23,12 @@ import pytest
 
 from awaken_ext_memory import HashingEmbedder, MemoryConfig, MemoryPlugin
 from awaken_runtime import (
-    AgentConfig,
-    AgentRuntimeBuilder,
     InMemoryStore,
-    ModelSpec,
     RunState,
     Runtime,
     ScriptedExecutor,
 )
+from awaken_runtime.testing import scripted_runtime
 
 
 class CountingEmbedder:
@@ -92,30 +90,16 @@ def memory_rig(tmp_path: Path) -> Any:
         repeat: bool = False,
     ) -> Rig:
         plugin = plugin or MemoryPlugin(embedder=CountingEmbedder())
-        store = store or InMemoryStore()
-        executor = ScriptedExecutor(list(turns), repeat=repeat)
         cfg = {"cache_dir": str(tmp_path / "cache"), **(config or {})}
-        builder = (
-            AgentRuntimeBuilder(discover=False)
-            .with_model(ModelSpec(id="m", provider="scripted", model="s"))
-            .with_provider("scripted", executor)
-            .with_plugin(plugin)
-            .with_store(store)
+        rig = scripted_runtime(
+            turns,
+            tools=tools,
+            plugins=[plugin, *plugins],
+            store=store,
+            repeat=repeat,
+            instructions="You are a helpful assistant.",
+            plugin_config={"memory": cfg},
         )
-        for extra in plugins:
-            builder.with_plugin(extra)
-        for t in tools:
-            builder.with_tool(t)
-        builder.with_agent_spec(
-            AgentConfig(
-                id="agent",
-                instructions="You are a helpful assistant.",
-                model_binding="m",
-                tool_ids=[t.descriptor.id for t in tools],
-                plugin_ids=["memory", *(p.manifest.id for p in plugins)],
-                plugin_config={"memory": cfg},
-            )
-        )
-        return Rig(builder.build(), executor, store, plugin, cfg)
+        return Rig(rig.runtime, rig.executor, rig.store, plugin, cfg)
 
     return make

@@ -25,19 +25,16 @@ import pytest
 
 from awaken_ext_skills import SkillsPlugin
 from awaken_runtime import (
-    AgentConfig,
-    AgentRuntimeBuilder,
     InferenceRequest,
     InMemoryStore,
     Message,
-    ModelSpec,
     RunState,
     Runtime,
     ScriptedExecutor,
     ScriptedTurn,
     Tool,
-    tool,
 )
+from awaken_runtime.testing import scripted_runtime
 
 
 def write_skill(
@@ -119,33 +116,19 @@ def build_rig(
     repeat: bool = False,
 ) -> Rig:
     plugin = plugin or SkillsPlugin()
-    executor = ScriptedExecutor(list(turns), repeat=repeat)
-    store = InMemoryStore()
-    tools = [t if isinstance(t, Tool) else tool(t) for t in tools]
     cfg = dict(config or {})
     if paths:
         cfg.setdefault("paths", [str(p) for p in paths])
     cfg.setdefault("packs", False)
-    builder = (
-        AgentRuntimeBuilder(discover=False)
-        .with_model(ModelSpec(id="m", provider="scripted", model="scripted-1"))
-        .with_provider("scripted", executor)
-        .with_store(store)
-        .with_plugin(plugin)
+    rig = scripted_runtime(
+        turns,
+        tools=tools,
+        plugins=[plugin],
+        repeat=repeat,
+        instructions="You are a test agent.",
+        plugin_config={"skills": cfg},
     )
-    for t in tools:
-        builder.with_tool(t)
-    builder.with_agent_spec(
-        AgentConfig(
-            id="agent",
-            instructions="You are a test agent.",
-            model_binding="m",
-            tool_ids=[t.descriptor.id for t in tools],
-            plugin_ids=["skills"],
-            plugin_config={"skills": cfg},
-        )
-    )
-    return Rig(builder.build(), executor, store, plugin)
+    return Rig(rig.runtime, rig.executor, rig.store, plugin)
 
 
 @pytest.fixture

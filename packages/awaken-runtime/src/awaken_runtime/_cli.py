@@ -10,7 +10,7 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -25,11 +25,24 @@ def _write(text: str) -> None:
     sys.stdout.flush()
 
 
+def _renderer() -> Callable[[Any], None]:
+    """An event sink printing a run the way the CLI shows it."""
+    from ._demo import render_event
+
+    color = sys.stdout.isatty()
+    return lambda event: render_event(event, _write, color=color)
+
+
+async def _close_store(runtime: Runtime) -> None:
+    close = getattr(runtime.store, "close", None)
+    if close is not None:
+        await close()
+
+
 async def _stream(
     runtime: Runtime, agent_id: str, prompt: str, args: argparse.Namespace | None = None
 ) -> int:
     from ._cli_approve import drive_with_terminal, exit_status
-    from ._demo import render_event
     from ._failures import Error
     from ._messages import new_id
     from .stores import open_store
@@ -37,11 +50,7 @@ async def _stream(
     url = getattr(args, "store", None) or "memory://"
     runtime.store = open_store(url)
     thread_id = getattr(args, "thread", None) or new_id("thread_")
-    color = sys.stdout.isatty()
-
-    def render(event: Any) -> None:
-        render_event(event, _write, color=color)
-
+    render = _renderer()
     _write(f"user> {prompt}\n")
     try:
         state = await runtime.run(agent_id, prompt, thread_id=thread_id, on_event=render)
@@ -56,9 +65,7 @@ async def _stream(
             runtime, state, stdin=sys.stdin, stdout=sys.stdout, context=context, on_event=render
         )
     finally:
-        close = getattr(runtime.store, "close", None)
-        if close is not None:
-            await close()
+        await _close_store(runtime)
     if isinstance(state.end_cause, Error):
         _write(f"error: {state.end_cause.failure.message}\n")
     if not url.startswith("memory:"):
@@ -231,7 +238,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _cmd_resume(args: argparse.Namespace) -> int:
     from ._cli_approve import drive_with_terminal, exit_status, read_ticket_file, resume_from_file
-    from ._demo import render_event
     from ._errors import AwakenError
     from .stores import open_store
 
@@ -241,9 +247,7 @@ def _cmd_resume(args: argparse.Namespace) -> int:
         runtime, _agent_id = _cli_runtime(ctx.get("agent"), ctx.get("model"), ctx.get("api_base"))
         runtime.store = open_store(args.store or ctx.get("store") or "memory://")
 
-        def render(event: Any) -> None:
-            render_event(event, _write, color=sys.stdout.isatty())
-
+        render = _renderer()
         answer = "deny" if args.deny else ("approve-thread" if args.always else "approve")
         try:
             state = await resume_from_file(runtime, args.ticket_file, answer, on_event=render)
@@ -251,9 +255,7 @@ def _cmd_resume(args: argparse.Namespace) -> int:
                 runtime, state, stdin=sys.stdin, stdout=sys.stdout, context=ctx, on_event=render
             )
         finally:
-            close = getattr(runtime.store, "close", None)
-            if close is not None:
-                await close()
+            await _close_store(runtime)
         return exit_status(state)
 
     try:

@@ -12,7 +12,7 @@ given for the parent's ticket is applied to the child's ticket.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -192,7 +192,6 @@ class ChildRunner:
 
     service: RunDelegationService
     parent: Any  # the parent AgentLoop; typed loosely to avoid an import cycle
-    usage: TokenUsage = field(default_factory=TokenUsage)
 
     def request(
         self, agent_id: str, prompt: str, thread_id: str, **extra: Any

@@ -31,7 +31,7 @@ from ._failures import (
 from ._gates import AwaitReason, Steer
 from ._messages import Message, ToolCall, new_id
 from ._models import ModelSpec, TokenUsage
-from ._phases import RUNTIME, End, log
+from ._phases import RUNTIME, End, bind, log
 from ._plugin import PhaseHookPoint
 from ._run_state import RunState
 from ._state import Command, MergePolicy, Scope, StagedCommand
@@ -47,7 +47,7 @@ from ._suspension import (
     SuspendCall,
 )
 from ._thread_store import RunRecord, ThreadSnapshot
-from ._tool_calls import ToolCallRunner, _Parked, bind, with_plugin
+from ._tool_calls import ToolCallRunner, _Parked
 from ._tools import ToolOutput
 from ._transcript import Transcript
 
@@ -84,10 +84,9 @@ class AgentLoop(ToolCallRunner):
         guards = self.agent.guards
         if not guards:
             return None
-        ctx = self._ctx("run_end_guard", "")
         for pid, guard in guards:
             ((_, decision),) = await self._call_all(
-                "RUN_END_GUARD", [(pid, bind(guard, with_plugin(ctx, pid)))]
+                "RUN_END_GUARD", [(pid, bind(guard, self._ctx("run_end_guard", pid)))]
             )
             if isinstance(decision, Steer):
                 return decision
@@ -188,9 +187,9 @@ class AgentLoop(ToolCallRunner):
         hooks = self.agent.stop_conditions
         if not hooks:
             return None
-        ctx = self._ctx("stop_condition", "")
         results = await self._call_all(
-            "STOP_CONDITION", [(pid, bind(h, with_plugin(ctx, pid))) for pid, h in hooks]
+            "STOP_CONDITION",
+            [(pid, bind(h, self._ctx("stop_condition", pid))) for pid, h in hooks],
         )
         for pid, reason in results:
             if reason:

@@ -41,7 +41,7 @@ from ._thread_store import RunRecord, ScopeBinding, ThreadStore
 from ._tools import Tool
 from ._transcript import Transcript
 
-__all__ = ["RUNTIME", "End", "PhaseRunner", "fail"]
+__all__ = ["RUNTIME", "End", "PhaseRunner", "bind", "bind2", "fail"]
 
 log = logging.getLogger("awaken_runtime")
 
@@ -400,7 +400,7 @@ class PhaseRunner:
         batch = batch if batch is not None else []
         reactions = await self._call_all(
             point.name,
-            [(pid, _bind(hook, self._ctx(point, pid, **extra))) for pid, hook in hooks],
+            [(pid, bind(hook, self._ctx(point, pid, **extra))) for pid, hook in hooks],
         )
         messages = self._collect(point, reactions, batch, allow_messages=point is _AFTER_TOOL)
         if self._new_actions:
@@ -429,7 +429,7 @@ class PhaseRunner:
                 action = ScheduledAction.model_validate(entry["action"])
                 owner, handler = self.agent.action_handlers[action.name]
                 ctx = self._ctx(point, owner)
-                calls.append((owner, _bind2(handler, action, ctx)))
+                calls.append((owner, bind2(handler, action, ctx)))
             reactions = await self._call_all(f"action at {point.name}", calls)
             self._collect(point, reactions, batch)
             batch.append(self._actions_command([aid for aid, _ in due]))
@@ -480,11 +480,13 @@ def _label(point: PhaseHookPoint | str) -> str:
     return point.name if isinstance(point, PhaseHookPoint) else point.upper()
 
 
-def _bind(fn: Callable[[Any], Any], arg: Any) -> Callable[[], Any]:
+def bind(fn: Callable[[Any], Any], arg: Any) -> Callable[[], Any]:
+    """``fn(arg)`` as a thunk (for ``_call_all``)."""
     return lambda: fn(arg)
 
 
-def _bind2(fn: Callable[[Any, Any], Any], a: Any, b: Any) -> Callable[[], Any]:
+def bind2(fn: Callable[[Any, Any], Any], a: Any, b: Any) -> Callable[[], Any]:
+    """``fn(a, b)`` as a thunk (for ``_call_all``)."""
     return lambda: fn(a, b)
 
 

@@ -9,7 +9,7 @@ that a gate or the tool suspends is parked instead and becomes a ticket.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -27,8 +27,8 @@ from ._failures import Cancelled, ProviderFailure, ToolFailure
 from ._gates import AwaitReason, Block, Schedule, ShortCircuit, Suspend
 from ._messages import Message, ToolCall, new_id
 from ._models import InferenceParams, InferenceRequest, InferenceResponse, StreamDelta
-from ._phases import End, PhaseRunner, fail, log
-from ._plugin import PhaseContext, PhaseHookPoint
+from ._phases import End, PhaseRunner, bind, bind2, fail, log
+from ._plugin import PhaseHookPoint
 from ._request import ReplacedContent
 from ._state import Scope, StagedCommand
 from ._stop import StopTracker
@@ -36,7 +36,7 @@ from ._suspension import SuspendCall
 from ._tools import ToolCallContext, ToolOutput
 from ._transcript import KeepAll, KeepLast
 
-__all__ = ["Outcome", "ToolCallRunner", "bind", "bind2", "with_plugin"]
+__all__ = ["Outcome", "ToolCallRunner"]
 
 Outcome = Literal["success", "error", "blocked", "short_circuit", "suspended"]
 _AFTER_TOOL = PhaseHookPoint.AFTER_TOOL
@@ -215,9 +215,12 @@ class ToolCallRunner(PhaseRunner):
         gates = self.agent.gates
         if not gates:
             return None
-        ctx = self._ctx("tool_gate", "", tool_call=call)
         results = await self._call_all(
-            "TOOL_GATE", [(pid, bind2(gate, with_plugin(ctx, pid), call)) for pid, gate in gates]
+            "TOOL_GATE",
+            [
+                (pid, bind2(gate, self._ctx("tool_gate", pid, tool_call=call), call))
+                for pid, gate in gates
+            ],
         )
         best: Block | Suspend | ShortCircuit | Schedule | None = None
         self._gate_owner = None
@@ -258,13 +261,8 @@ class ToolCallRunner(PhaseRunner):
         for call in calls:
             self._emit_ready(call)
         batch: list[StagedCommand] = []
-        observers = self.agent.observers
-        for call in calls if observers else ():
-            ctx = self._ctx("before_tool_execute", "", tool_call=call)
-            reactions = await self._call_all(
-                "TOOL_OBSERVER", [(pid, bind(o, with_plugin(ctx, pid))) for pid, o in observers]
-            )
-            self._collect("before_tool_execute", reactions, batch)
+        for call in calls:
+            await self._observe(call, batch)
         limit = asyncio.Semaphore(self.parallel_limit)
 
         async def one(call: ToolCall) -> ToolOutput:
@@ -290,6 +288,18 @@ class ToolCallRunner(PhaseRunner):
         for call, output in done:
             await self._record(call, output, "error" if output.is_error else "success", [])
         return True
+
+    async def _observe(self, call: ToolCall, batch: list[StagedCommand]) -> None:
+        """BeforeToolExecute: tool observers see a call that will run; stage what they return."""
+        observers = self.agent.observers
+        if not observers:
+            return
+        label = "before_tool_execute"
+        reactions = await self._call_all(
+            "TOOL_OBSERVER",
+            [(pid, bind(o, self._ctx(label, pid, tool_call=call))) for pid, o in observers],
+        )
+        self._collect(label, reactions, batch)
 
     def _emit_ready(self, call: ToolCall) -> None:
         if self.emit is not None:
@@ -377,13 +387,7 @@ class ToolCallRunner(PhaseRunner):
                 self._stage_effects(owner or call.name, decision.output.effects, tool=False)
             await self._record(call, decision.output, "short_circuit", batch)
             return
-        observers = self.agent.observers
-        if observers:
-            ctx = self._ctx("before_tool_execute", "", tool_call=call)
-            reactions = await self._call_all(
-                "TOOL_OBSERVER", [(pid, bind(o, with_plugin(ctx, pid))) for pid, o in observers]
-            )
-            self._collect("before_tool_execute", reactions, batch)
+        await self._observe(call, batch)
         try:
             output = await self._execute(call)
         except ToolError as exc:
@@ -432,31 +436,3 @@ class ToolCallRunner(PhaseRunner):
     def _park(self, parked: _Parked) -> None:
         self._parked.append(parked)
         self._emit_done(parked.call, "", "suspended")
-
-
-def bind(fn: Callable[[Any], Any], arg: Any) -> Callable[[], Any]:
-    """``fn(arg)`` as a thunk (for ``_call_all``)."""
-    return lambda: fn(arg)
-
-
-def bind2(fn: Callable[[Any, Any], Any], a: Any, b: Any) -> Callable[[], Any]:
-    """``fn(a, b)`` as a thunk (for ``_call_all``)."""
-    return lambda: fn(a, b)
-
-
-def with_plugin(ctx: PhaseContext, plugin_id: str) -> PhaseContext:
-    """A copy of ``ctx`` addressed to ``plugin_id``."""
-    return PhaseContext(
-        point=ctx.point,
-        store=ctx.store,
-        run=ctx.run,
-        messages=ctx.messages,
-        plugin_id=plugin_id,
-        request=ctx.request,
-        response=ctx.response,
-        tool_call=ctx.tool_call,
-        tool_output=ctx.tool_output,
-        children=ctx.children,
-        decision=ctx.decision,
-        ticket=ctx.ticket,
-    )

@@ -96,11 +96,13 @@ class Transcript:
         self._items: list[Message] = list(messages)
         self._ids: dict[str, int] | None = None  # built on first index_of()
         self.committed = len(self._items)
-        self._last_user = -1
+        self._last_user = self._find_last_user()
+
+    def _find_last_user(self) -> int:
         for i in range(len(self._items) - 1, -1, -1):
             if self._items[i].role == "user":
-                self._last_user = i
-                break
+                return i
+        return -1
 
     def __len__(self) -> int:
         return len(self._items)
@@ -138,11 +140,7 @@ class Transcript:
             for message in self._items[self.committed :]:
                 self._ids.pop(message.id, None)
         del self._items[self.committed :]
-        self._last_user = -1
-        for i in range(len(self._items) - 1, -1, -1):
-            if self._items[i].role == "user":
-                self._last_user = i
-                break
+        self._last_user = self._find_last_user()
 
     def mark_committed(self) -> None:
         """Record that every current message is now held by the store."""
