@@ -261,8 +261,9 @@ class ToolCallRunner(PhaseRunner):
         for call in calls:
             self._emit_ready(call)
         batch: list[StagedCommand] = []
-        for call in calls:
-            await self._observe(call, batch)
+        if self.agent.observers:
+            for call in calls:
+                await self._observe(call, batch)
         limit = asyncio.Semaphore(self.parallel_limit)
 
         async def one(call: ToolCall) -> ToolOutput:
@@ -292,8 +293,6 @@ class ToolCallRunner(PhaseRunner):
     async def _observe(self, call: ToolCall, batch: list[StagedCommand]) -> None:
         """BeforeToolExecute: tool observers see a call that will run; stage what they return."""
         observers = self.agent.observers
-        if not observers:
-            return
         label = "before_tool_execute"
         reactions = await self._call_all(
             "TOOL_OBSERVER",
@@ -387,7 +386,8 @@ class ToolCallRunner(PhaseRunner):
                 self._stage_effects(owner or call.name, decision.output.effects, tool=False)
             await self._record(call, decision.output, "short_circuit", batch)
             return
-        await self._observe(call, batch)
+        if self.agent.observers:  # checked here: no coroutine per call without observers
+            await self._observe(call, batch)
         try:
             output = await self._execute(call)
         except ToolError as exc:
