@@ -106,7 +106,9 @@ class AgentLoop(ToolCallRunner):
             self.emit(StepStart(seq=self._next_seq(), run_id=self.run_id, step=self.step))
         if not self._idle(_STEP_START):
             await self._phase(_STEP_START)
-        self._boundary()
+            # Without StepStart work nothing ran since the boundary that ended
+            # the previous step (or started the run): no second check needed.
+            self._boundary()
         if _BEFORE_INFERENCE in self._hooks:
             await self._phase(_BEFORE_INFERENCE, request=self._base_request())
             self._boundary()
@@ -114,7 +116,7 @@ class AgentLoop(ToolCallRunner):
         if self._stop is not None:
             self._stop.on_text(response.text)
         self.step_usage = response.usage
-        self._count(response.usage)
+        self._uncounted.append(response.usage)
         step_cost = self._model.cost(response.usage)
         if step_cost is None:
             step_cost = response.cost  # the provider's own price table, if it knew the model
@@ -174,7 +176,8 @@ class AgentLoop(ToolCallRunner):
             )
         self._boundary()
         if outcome is None and self._stop is not None:
-            reason = self._stop.check(self._tokens[0] + self._tokens[1], self.cost)
+            tokens = self._totals()
+            reason = self._stop.check(tokens[0] + tokens[1], self.cost)
             if reason is None:
                 reason = await self._plugin_stop()
             if reason is not None:

@@ -13,6 +13,7 @@ import inspect
 import logging
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from operator import attrgetter
 from typing import Any
 
 from ._cancel import CancellationToken
@@ -56,6 +57,9 @@ _RUN = Scope.RUN
 _COMMUTATIVE = MergePolicy.COMMUTATIVE
 
 _ACTIONS_SLOT = (_RUN, ACTIONS_KEY)
+_USAGE_FIELDS = tuple(
+    attrgetter(f) for f in ("prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens")
+)
 
 MAX_ACTION_ROUNDS = 16
 """How many rounds of due scheduled actions one phase point may run."""
@@ -98,6 +102,7 @@ class PhaseRunner:
         self.version = 0
         self.step = 0
         self._tokens = [0, 0, 0, 0]  # prompt, completion, cached, reasoning
+        self._uncounted: list[TokenUsage] = []  # folded into _tokens when read
         self.cost: float | None = None
         self.step_usage = TokenUsage()
         self.step_delta: list[Command] = []
@@ -220,7 +225,8 @@ class PhaseRunner:
         )
         self.transcript.mark_committed()
         self.persisted.extend(messages)
-        self.pending = []
+        if self.pending:
+            self.pending = []
 
     # -- hooks ---------------------------------------------------------------
 
@@ -239,14 +245,15 @@ class PhaseRunner:
 
     @property
     def usage(self) -> TokenUsage:
-        """Tokens used by this run so far (kept as counters: steps only add)."""
-        p, c, cached, reasoning = self._tokens
+        """Tokens used by this run so far."""
+        p, c, cached, reasoning = self._totals()
         return TokenUsage(
             prompt_tokens=p, completion_tokens=c, cached_tokens=cached, reasoning_tokens=reasoning
         )
 
     @usage.setter
     def usage(self, value: TokenUsage) -> None:
+        self._uncounted = []
         self._tokens = [
             value.prompt_tokens,
             value.completion_tokens,
@@ -254,16 +261,24 @@ class PhaseRunner:
             value.reasoning_tokens,
         ]
 
-    def _count(self, usage: TokenUsage) -> None:
-        tokens = self._tokens
-        tokens[0] += usage.prompt_tokens
-        tokens[1] += usage.completion_tokens
-        tokens[2] += usage.cached_tokens
-        tokens[3] += usage.reasoning_tokens
+    def _totals(self) -> list[int]:
+        """Prompt, completion, cached and reasoning tokens so far.
+
+        Steps only append their usage (one list append on the step path); the
+        sums are folded in here, when something reads them.
+        """
+        uncounted = self._uncounted
+        if uncounted:
+            self._tokens = [
+                total + sum(map(field, uncounted))
+                for total, field in zip(self._tokens, _USAGE_FIELDS, strict=True)
+            ]
+            self._uncounted = []
+        return self._tokens
 
     def add_usage(self, usage: TokenUsage, cost: float | None) -> None:
         """Add usage (e.g. a sub-agent's) to this run's and this step's totals."""
-        self._count(usage)
+        self._uncounted.append(usage)
         self.step_usage = self.step_usage + usage
         if cost is not None:
             self.cost = (self.cost or 0.0) + cost

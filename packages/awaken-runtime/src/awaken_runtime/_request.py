@@ -29,8 +29,15 @@ class ChainView(Sequence[Message]):
     __slots__ = ("_len", "_segments")
 
     def __init__(self, segments: Sequence[Sequence[Message]]) -> None:
-        self._segments = [s for s in segments if len(s)]
-        self._len = sum(len(s) for s in self._segments)
+        kept: list[Sequence[Message]] = []
+        total = 0
+        for segment in segments:  # a plain loop: built once per request, every step
+            n = len(segment)
+            if n:
+                kept.append(segment)
+                total += n
+        self._segments = kept
+        self._len = total
 
     def __len__(self) -> int:
         return self._len

@@ -87,9 +87,13 @@ class ScriptedExecutor:
         self.requests: list[InferenceRequest] = []
         self.record_requests = True
         self._next = 0
-        # Fixed turns become responses here, once; only callables run per request.
-        self._responses: dict[int, InferenceResponse] = {
-            id(turn): _response(turn) for turn in self.turns if isinstance(turn, ScriptedTurn)
+        # A ScriptedTurn of the script becomes its response once, here (keyed by id,
+        # holding the turn so a recycled id is never mistaken); other sources run per
+        # request, and turns added to ``turns`` later are converted on first use.
+        self._responses: dict[int, tuple[ScriptedTurn, InferenceResponse]] = {
+            id(turn): (turn, _response(turn))
+            for turn in self.turns
+            if isinstance(turn, ScriptedTurn)
         }
 
     @property
@@ -97,27 +101,37 @@ class ScriptedExecutor:
         """How many inferences were served."""
         return self._next
 
-    _fixed = False  # whether the last turn taken came straight from the script
-
-    def _take(self, request: InferenceRequest) -> ScriptedTurn:
-        if self._next >= len(self.turns) and (not self.repeat or not self.turns):
+    def _take(self, request: InferenceRequest) -> tuple[ScriptedTurn, bool]:
+        """The next turn, and whether it is a turn of the script itself (cacheable)."""
+        turns = self.turns
+        n = self._next
+        if n < len(turns):
+            cycle, source = 0, turns[n]
+        elif self.repeat and turns:
+            cycle, index = divmod(n, len(turns))
+            source = turns[index]
+        else:
             raise ScriptExhausted(
-                f"scripted model has {len(self.turns)} turns and was asked for turn "
-                f"{self._next + 1}; add turns or pass repeat=True"
+                f"scripted model has {len(turns)} turns and was asked for turn "
+                f"{n + 1}; add turns or pass repeat=True"
             )
-        cycle, index = divmod(self._next, len(self.turns))
-        source = self.turns[index]
-        self._next += 1
-        self._fixed = isinstance(source, ScriptedTurn) and not (cycle and source.tool_calls)
-        if callable(source) and not isinstance(source, ScriptedTurn):
-            source = source(request)
-        if isinstance(source, str):
-            return ScriptedTurn(text=source)
+        self._next = n + 1
+        fixed = isinstance(source, ScriptedTurn)
+        if not fixed:
+            if callable(source):
+                source = source(request)
+            if isinstance(source, str):
+                source = ScriptedTurn(text=source)
+            elif not isinstance(source, ScriptedTurn):
+                raise TypeError(
+                    f"scripted turn {n + 1} produced {type(source).__name__}; a turn "
+                    f"function must return a ScriptedTurn or a str"
+                )
         if cycle and source.tool_calls:
             # A repeated turn gets fresh call ids: ids must be unique within a thread.
             calls = [c.model_copy(update={"id": new_id("call_")}) for c in source.tool_calls]
-            return source.model_copy(update={"tool_calls": calls})
-        return source
+            return source.model_copy(update={"tool_calls": calls}), False
+        return source, fixed
 
     async def stream(
         self, request: InferenceRequest
@@ -125,17 +139,17 @@ class ScriptedExecutor:
         """Stream the next canned turn."""
         if self.record_requests:
             self.requests.append(request)
-        turn = self._take(request)
+        turn, fixed = self._take(request)
         if turn.reasoning:
             for chunk in _split_chunks(turn.reasoning, self.chunk_size):
                 yield StreamDelta(text=chunk, channel="reasoning")
         if turn.text:
             for chunk in _split_chunks(turn.text, self.chunk_size):
                 yield StreamDelta(text=chunk)
-        fixed = self._fixed
-        response = self._responses.get(id(turn)) if fixed else None
-        if response is None:
-            response = _response(turn)
-            if fixed:
-                self._responses[id(turn)] = response
-        yield response
+        if not fixed:
+            yield _response(turn)
+            return
+        cached = self._responses.get(id(turn))
+        if cached is None or cached[0] is not turn:
+            cached = self._responses[id(turn)] = (turn, _response(turn))
+        yield cached[1]

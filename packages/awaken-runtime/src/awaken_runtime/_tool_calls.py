@@ -33,7 +33,7 @@ from ._request import ReplacedContent
 from ._state import Scope, StagedCommand
 from ._stop import StopTracker
 from ._suspension import SuspendCall
-from ._tools import ToolCallContext, ToolOutput
+from ._tools import ToolCallContext, ToolOutput, ignore_progress
 from ._transcript import KeepAll, KeepLast
 
 __all__ = ["Outcome", "ToolCallRunner"]
@@ -316,17 +316,20 @@ class ToolCallRunner(PhaseRunner):
         tool = self.tools[call.name]
         if call.parse_error is not None:
             return ToolOutput.error(f"Invalid arguments for tool '{call.name}': {call.parse_error}")
+        binding = self.binding
+        # Positional (in field order): a keyword call costs twice as much, every call.
         ctx = ToolCallContext(
-            store=self.engine.store,
-            run_id=self.run_id,
-            thread_id=self.binding.thread_id,
-            call_id=call.id,
-            tool_id=call.name,
-            cancel=self.cancel,
-            profile_id=self.binding.profile_id,
-            namespace=self.binding.namespace,
-            children=self.children,
-            decision=self._decision,
+            self.engine.store,
+            self.run_id,
+            binding.thread_id,
+            call.id,
+            call.name,
+            self.cancel,
+            ignore_progress,
+            binding.profile_id,
+            binding.namespace,
+            self.children,
+            self._decision,
         )
         token = self.cancel
         if arm:
@@ -353,19 +356,16 @@ class ToolCallRunner(PhaseRunner):
             )
         return output
 
-    async def _tool_call(self, call: ToolCall, *, approved: bool = False) -> None:
-        """Gate, execute and record one call, or park it."""
-        self._emit_ready(call)
-        if self.agent.gates or call.name not in self.tools or self.visible is not None:
-            decision = await self._gate(call)
-        else:
-            decision = None  # no gate, a known and visible tool: nothing to decide
-        if approved and isinstance(decision, (Suspend, Schedule)):
-            decision = None  # a human approved this call: gates may still block it
+    async def _decided(
+        self,
+        call: ToolCall,
+        decision: Block | Suspend | ShortCircuit | Schedule,
+        batch: list[StagedCommand],
+    ) -> None:
+        """Apply a gate's decision: park the call, block it, or record its short circuit."""
         if isinstance(decision, Suspend):
             self._park(_Parked(call, decision.await_reason, dict(decision.payload)))
-            return
-        if isinstance(decision, Schedule):
+        elif isinstance(decision, Schedule):
             self._park(
                 _Parked(
                     call,
@@ -374,18 +374,28 @@ class ToolCallRunner(PhaseRunner):
                     not_before=decision.at,
                 )
             )
-            return
-        batch: list[StagedCommand] = []
-        if isinstance(decision, Block):
+        elif isinstance(decision, Block):
             await self._record(call, ToolOutput.error(decision.reason), "blocked", batch)
-            return
-        if isinstance(decision, ShortCircuit):
+        else:
             owner = self._gate_owner
             self._stage(batch, owner or call.id, owner, decision.output.state)
             if decision.output.effects:
                 self._stage_effects(owner or call.name, decision.output.effects, tool=False)
             await self._record(call, decision.output, "short_circuit", batch)
-            return
+
+    async def _tool_call(self, call: ToolCall, *, approved: bool = False) -> None:
+        """Gate, execute and record one call, or park it."""
+        if self.emit is not None:
+            self._emit_ready(call)
+        batch: list[StagedCommand] = []
+        # No gate, a known and visible tool: nothing to decide (and no coroutine for it).
+        if self.agent.gates or call.name not in self.tools or self.visible is not None:
+            decision = await self._gate(call)
+            if approved and isinstance(decision, (Suspend, Schedule)):
+                decision = None  # a human approved this call: gates may still block it
+            if decision is not None:
+                await self._decided(call, decision, batch)
+                return
         if self.agent.observers:  # checked here: no coroutine per call without observers
             await self._observe(call, batch)
         try:
@@ -404,7 +414,8 @@ class ToolCallRunner(PhaseRunner):
             self._commit("before_tool_execute", batch)
             self._park(_Parked(call, signal.await_reason, signal.payload, signal.deadline))
             return
-        self._stage(batch, call.id, self.tool_owner.get(call.name), output.state)
+        if output.state:
+            self._stage(batch, call.id, self.tool_owner.get(call.name), output.state)
         if output.effects:
             self._stage_effects(call.name, output.effects, tool=True)
         await self._record(call, output, "error" if output.is_error else "success", batch)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -86,6 +86,10 @@ class ToolOutput(BaseModel):
         return cls(content=message, is_error=True, state=state)
 
 
+def ignore_progress(_text: str) -> None:
+    """The default ``emit_progress``: progress goes nowhere."""
+
+
 @dataclass(slots=True)
 class ToolCallContext:
     """What a tool may see while it runs: read-only state and run identity."""
@@ -96,7 +100,7 @@ class ToolCallContext:
     call_id: str
     tool_id: str
     cancel: CancellationToken
-    emit_progress: Callable[[str], None] = field(default=lambda _text: None)
+    emit_progress: Callable[[str], None] = ignore_progress
     profile_id: str = "default"
     namespace: str = "default"
     """The shared-scope namespace the run is bound to."""

@@ -42,13 +42,16 @@ class ThreadData:
     latest_run_id: str | None = None
     updated_at: float = 0.0
 
-    def add_messages(self, messages: Iterable[Message]) -> None:
+    def add_messages(self, messages: Sequence[Message]) -> None:
         """Append messages and index their ids and tool calls."""
+        self.messages.extend(messages)
+        msg_ids, call_ids = self.msg_ids, self.call_ids
         for message in messages:
-            self.messages.append(message)
-            self.msg_ids.add(message.id)
-            for call in message.tool_calls or ():
-                self.call_ids.add(call.id)
+            msg_ids.add(message.id)
+            tool_calls = message.tool_calls
+            if tool_calls:
+                for call in tool_calls:
+                    call_ids.add(call.id)
 
 
 def check_messages(
@@ -61,18 +64,21 @@ def check_messages(
 
     ``has_id(id)`` and ``has_call(call_id)`` answer for the stored thread.
     """
-    ids: set[str] = set()
+    ids: set[str] = set()  # of this commit's earlier messages
     calls: set[str] = set()
     for message in messages:
-        if message.id in ids or has_id(message.id):
-            raise DuplicateMessageId(thread_id, message.id)
-        ids.add(message.id)
+        mid = message.id
+        if mid in ids or has_id(mid):
+            raise DuplicateMessageId(thread_id, mid)
+        ids.add(mid)
         if message.role == "tool":
             cid = message.tool_call_id
             if cid is None or (cid not in calls and not has_call(cid)):
                 raise UnmatchedToolResult(thread_id, cid)
-        for call in message.tool_calls or ():
-            calls.add(call.id)
+        tool_calls = message.tool_calls
+        if tool_calls:
+            for call in tool_calls:
+                calls.add(call.id)
 
 
 def merge_run(thread_id: str, old: RunRecord | None, new: RunRecord) -> RunRecord:
