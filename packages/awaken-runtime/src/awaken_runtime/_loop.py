@@ -30,7 +30,7 @@ from ._failures import (
 )
 from ._gates import AwaitReason, Steer
 from ._messages import Message, ToolCall, new_id
-from ._models import ModelSpec, TokenUsage
+from ._models import TokenUsage
 from ._phases import RUNTIME, End, bind, log
 from ._plugin import PhaseHookPoint
 from ._run_state import RunState
@@ -73,7 +73,6 @@ class AgentLoop(ToolCallRunner):
     """Drives one run (or one resumed leg of a run) of an agent over a thread."""
 
     ticket_secret: bytes | None = None
-    _model: ModelSpec
     cancel_child: Callable[[str], Awaitable[object]] | None = None
     """Cancels a waiting child run by thread id (set by the runtime)."""
     _open_step = False
@@ -113,40 +112,40 @@ class AgentLoop(ToolCallRunner):
             await self._phase(_BEFORE_INFERENCE, request=self._base_request())
             self._boundary()
         response = await self._infer(self._request())
+        # Locals: each attribute read on a pydantic model takes its slow path.
+        text, tool_calls, usage = response.text, response.tool_calls, response.usage
         if self._stop is not None:
-            self._stop.on_text(response.text)
-        self.step_usage = response.usage
-        self._uncounted.append(response.usage)
-        step_cost = self._model.cost(response.usage)
+            self._stop.on_text(text)
+        self.step_usage = usage
+        self._uncounted.append(usage)
+        step_cost = self._model.cost(usage) if self._priced else None
         if step_cost is None:
             step_cost = response.cost  # the provider's own price table, if it knew the model
         if step_cost is not None:
             self.cost = (self.cost or 0.0) + step_cost
+        reasoning = response.reasoning
         self.transcript.append(
             Message(
                 id=new_id(),
                 role="assistant",
-                content=response.text or None,
-                tool_calls=list(response.tool_calls) or None,
-                metadata={"reasoning": response.reasoning} if response.reasoning else {},
+                content=text or None,
+                tool_calls=list(tool_calls) or None,
+                metadata={"reasoning": reasoning} if reasoning else {},
             )
         )
-        clear: list[StagedCommand] = []
         data = self.engine.data
         s0, s1, s2, s3 = _REQUEST_ONLY_SLOTS
-        if s0 in data or s1 in data or s2 in data or s3 in data:
-            for key in (CONTEXT_MESSAGES, TOOL_FILTER, INFERENCE_PARAMS):
-                if (_RUN, key) in data:
-                    remove = Command.remove(key, scope=_RUN, merge=_COMM)
-                    clear.append(StagedCommand(RUNTIME, remove))
-            if (_RUN, REQUEST_WINDOW) in data:
-                clear.append(StagedCommand(RUNTIME, Command.remove(REQUEST_WINDOW, scope=_RUN)))
+        clear = (
+            self._clear_request_only()
+            if s0 in data or s1 in data or s2 in data or s3 in data
+            else None
+        )
         if clear or not self._idle(_AFTER_INFERENCE):
             await self._phase(_AFTER_INFERENCE, clear, response=response)
         self._boundary()
-        if response.tool_calls:
-            await self._run_calls(response.tool_calls)
-            if not self._parked:
+        if tool_calls:
+            await self._run_calls(tool_calls)
+            if self._held and not self._parked:
                 self._release_held()
             return None
         self.final_text = response.text
@@ -156,6 +155,18 @@ class AgentLoop(ToolCallRunner):
         message = steer.message
         self.transcript.append(Message.user(message) if isinstance(message, str) else message)
         return None
+
+    def _clear_request_only(self) -> list[StagedCommand]:
+        """Commands removing the request-only entries (context, filters, params, window)."""
+        data = self.engine.data
+        clear: list[StagedCommand] = []
+        for key in (CONTEXT_MESSAGES, TOOL_FILTER, INFERENCE_PARAMS):
+            if (_RUN, key) in data:
+                remove = Command.remove(key, scope=_RUN, merge=_COMM)
+                clear.append(StagedCommand(RUNTIME, remove))
+        if (_RUN, REQUEST_WINDOW) in data:
+            clear.append(StagedCommand(RUNTIME, Command.remove(REQUEST_WINDOW, scope=_RUN)))
+        return clear
 
     async def _end_step(self, outcome: EndCause | None) -> EndCause | None:
         """StepEnd: hooks, checkpoint, event; then max-steps."""
@@ -182,8 +193,8 @@ class AgentLoop(ToolCallRunner):
                 reason = await self._plugin_stop()
             if reason is not None:
                 return Stopped(reason=reason)
-        if outcome is None and self.step >= self.config.max_steps:
-            outcome = MaxSteps(max_steps=self.config.max_steps)
+        if outcome is None and self.step >= self._max_steps:
+            outcome = MaxSteps(max_steps=self._max_steps)
         return outcome
 
     async def _plugin_stop(self) -> str | None:
@@ -243,7 +254,6 @@ class AgentLoop(ToolCallRunner):
     async def run(self, snapshot: ThreadSnapshot, input_messages: Sequence[Message]) -> RunState:
         """Start a run on a loaded thread and drive it to an end or a park."""
         self.cancel.attach()
-        self._model = self.agent.snapshot.model
         self._parked = []
         self._held = []
         self._resumed = False
@@ -312,7 +322,6 @@ class AgentLoop(ToolCallRunner):
     def restore(self, snapshot: ThreadSnapshot, parked: ParkedRun) -> None:
         """Rebuild the run's state from the store for a resumed leg."""
         self.cancel.attach()
-        self._model = self.agent.snapshot.model
         self._parked = []
         self._held = list(parked.held_messages)
         self._resumed = True

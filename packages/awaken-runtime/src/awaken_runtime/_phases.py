@@ -58,7 +58,8 @@ _COMMUTATIVE = MergePolicy.COMMUTATIVE
 
 _ACTIONS_SLOT = (_RUN, ACTIONS_KEY)
 _USAGE_FIELDS = tuple(
-    attrgetter(f) for f in ("prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens")
+    attrgetter(f)
+    for f in ("prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens")
 )
 
 MAX_ACTION_ROUNDS = 16
@@ -91,7 +92,14 @@ class PhaseRunner:
         emit: Emit | None = None,
     ) -> None:
         self.agent = agent
-        self.config = agent.snapshot.config
+        self.config = config = agent.snapshot.config
+        # What the step path reads of the (pydantic) snapshot and config, as plain
+        # attributes: an attribute read on a pydantic model is several times slower.
+        self._model = model = agent.snapshot.model
+        self._priced = model.pricing is not None
+        self._policy = config.context_policy
+        self._params = config.params
+        self._max_steps = config.max_steps
         self.store = store
         self.binding = binding
         self.run_id = run_id

@@ -136,6 +136,11 @@ class RequestAssembler:
         due.sort(key=lambda e: (BAND_ORDER[e.band], e.priority, e.key))
         return due
 
+    @property
+    def head(self) -> list[Message]:
+        """The system prompt as a message list (empty without instructions)."""
+        return self._base_system
+
     def messages(
         self, window: MessageView, last_user: int, entries: list[ContextMessage]
     ) -> Sequence[Message]:

@@ -34,7 +34,7 @@ from ._state import Scope, StagedCommand
 from ._stop import StopTracker
 from ._suspension import SuspendCall
 from ._tools import ToolCallContext, ToolOutput, ignore_progress
-from ._transcript import KeepAll, KeepLast
+from ._transcript import KeepAll
 
 __all__ = ["Outcome", "ToolCallRunner"]
 
@@ -45,7 +45,6 @@ _FILTER_SLOT = (_RUN, TOOL_FILTER)
 _CONTEXT_SLOT = (_RUN, CONTEXT_MESSAGES)
 _WINDOW_SLOT = (_RUN, REQUEST_WINDOW)
 _PARAMS_SLOT = (_RUN, INFERENCE_PARAMS)
-_NO_ENTRIES: list[Any] = []
 
 
 @dataclass(slots=True)
@@ -65,10 +64,6 @@ class ToolCallRunner(PhaseRunner):
     _parked: list[_Parked]
     _stop: StopTracker | None = None
 
-    @property
-    def _policy(self) -> KeepAll | KeepLast:
-        return self.config.context_policy
-
     _held: list[Message]
     _gate_owner: str | None = None
     delegation_tool_id: str = "agent_run"
@@ -85,20 +80,20 @@ class ToolCallRunner(PhaseRunner):
 
     def _base_request(self) -> InferenceRequest:
         """The request as it would be without any context entries or tool filters."""
-        window = self.transcript.window(self.config.context_policy)
+        window = self.transcript.window(self._policy)
         return InferenceRequest(
-            model=self.agent.snapshot.model,
+            model=self._model,
             messages=self.assembler.messages(window, self.transcript.last_user_index, []),
             tools=self._all_descriptors,
-            params=self.config.params,
+            params=self._params,
             run_id=self.run_id,
             step=self.step,
         )
 
-    def _params(self, override: dict[str, Any] | None) -> InferenceParams:
+    def _override(self, override: dict[str, Any] | None) -> InferenceParams:
         if not override:
-            return self.config.params
-        return InferenceParams.model_validate({**self.config.params.model_dump(), **override})
+            return self._params
+        return InferenceParams.model_validate({**self._params.model_dump(), **override})
 
     def _request(self) -> InferenceRequest:
         data = self.engine.data  # plain dict reads: this runs every step
@@ -109,9 +104,7 @@ class ToolCallRunner(PhaseRunner):
         transcript = self.transcript
         if override is None and raw_context is None and isinstance(self._policy, KeepAll):
             # The common case: the whole transcript after the system prompt.
-            messages: Sequence[Message] = self.assembler.messages(
-                transcript.view(), transcript.last_user_index, _NO_ENTRIES
-            )
+            messages: Sequence[Message] = transcript.headed(self.assembler.head)
         else:
             if not isinstance(override, dict):
                 override = {}
@@ -130,10 +123,10 @@ class ToolCallRunner(PhaseRunner):
             self.visible = None
             tools = self._all_descriptors
         return InferenceRequest(
-            self.agent.snapshot.model,
+            self._model,
             messages,
             tools,
-            self._params(params) if params else self.config.params,
+            self._override(params) if params else self._params,
             self.run_id,
             self.step,
         )
@@ -141,7 +134,7 @@ class ToolCallRunner(PhaseRunner):
     async def _infer(self, request: InferenceRequest) -> InferenceResponse:
         response: InferenceResponse | None = None
         emit = self.emit
-        model = self.agent.snapshot.model
+        model = self._model
         token = self.cancel
         token.arm()
         try:
@@ -313,9 +306,10 @@ class ToolCallRunner(PhaseRunner):
             )
 
     async def _execute(self, call: ToolCall, *, arm: bool = True) -> ToolOutput:
-        tool = self.tools[call.name]
+        name = call.name
+        tool = self.tools[name]
         if call.parse_error is not None:
-            return ToolOutput.error(f"Invalid arguments for tool '{call.name}': {call.parse_error}")
+            return ToolOutput.error(f"Invalid arguments for tool '{name}': {call.parse_error}")
         binding = self.binding
         # Positional (in field order): a keyword call costs twice as much, every call.
         ctx = ToolCallContext(
@@ -323,7 +317,7 @@ class ToolCallRunner(PhaseRunner):
             self.run_id,
             binding.thread_id,
             call.id,
-            call.name,
+            name,
             self.cancel,
             ignore_progress,
             binding.profile_id,
@@ -426,14 +420,15 @@ class ToolCallRunner(PhaseRunner):
         """Append the tool result, run AFTER_TOOL hooks and commit the call's batch."""
         if self.cancel.cancelled:
             raise End(Cancelled())
+        content, is_error = output.content, output.is_error
         self.transcript.append(
             Message(
                 id=new_id(),
                 role="tool",
-                content=output.content,
+                content=content,
                 tool_call_id=call.id,
                 name=call.name,
-                metadata={"is_error": True} if output.is_error else {},
+                metadata={"is_error": True} if is_error else {},
             )
         )
         if batch or not self._idle(_AFTER_TOOL):
@@ -441,8 +436,9 @@ class ToolCallRunner(PhaseRunner):
             # Tool results of one response must stay contiguous: hook messages wait.
             self._held.extend(extra)
         if self._stop is not None:
-            self._stop.on_tool(call, output.is_error)
-        self._emit_done(call, output.content, outcome)
+            self._stop.on_tool(call, is_error)
+        if self.emit is not None:
+            self._emit_done(call, content, outcome)
 
     def _park(self, parked: _Parked) -> None:
         self._parked.append(parked)

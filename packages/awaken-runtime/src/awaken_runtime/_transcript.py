@@ -83,6 +83,46 @@ class MessageView(Sequence[Message]):
         return self._start
 
 
+class HeadedView(Sequence[Message]):
+    """``head`` followed by the first ``stop`` transcript messages, without copying.
+
+    The messages of a request without context entries (the system prompt, then
+    the whole transcript): one small object per step instead of a chain of views.
+    """
+
+    __slots__ = ("_head", "_items", "_len", "_split")
+
+    def __init__(self, head: Sequence[Message], items: list[Message], stop: int) -> None:
+        self._head = head
+        self._items = items
+        self._split = len(head)
+        self._len = self._split + stop
+
+    def __len__(self) -> int:
+        return self._len
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Message]: ...
+    def __getitem__(self, index: int | slice) -> Message | Sequence[Message]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self._len))]
+        if index < 0:
+            index += self._len
+        if not 0 <= index < self._len:
+            raise IndexError("message index out of range")
+        if index < self._split:
+            return self._head[index]
+        return self._items[index - self._split]
+
+    def __iter__(self) -> Iterator[Message]:
+        yield from self._head
+        items = self._items
+        for i in range(self._len - self._split):
+            yield items[i]
+
+
 class Transcript:
     """The append-only message history of a thread, as seen by one run.
 
@@ -123,6 +163,10 @@ class Transcript:
     def view(self, start: int = 0, stop: int | None = None) -> MessageView:
         """A copy-free view of ``[start, stop)``."""
         return MessageView(self._items, start, len(self._items) if stop is None else stop)
+
+    def headed(self, head: Sequence[Message]) -> HeadedView:
+        """``head`` followed by the whole transcript as it is now, copy-free."""
+        return HeadedView(head, self._items, len(self._items))
 
     def uncommitted(self) -> list[Message]:
         """Messages appended since the last checkpoint."""
