@@ -260,3 +260,29 @@ async def test_request_recording_can_be_turned_off() -> None:
     await collect(ex)
     assert ex.requests == []
     assert ex.calls == 1
+
+
+async def test_turn_function_returning_something_else_names_the_turn() -> None:
+    ex = ScriptedExecutor(["fine", lambda req: 42])  # type: ignore[list-item,arg-type,return-value]
+    await collect(ex)
+    with pytest.raises(TypeError, match=r"scripted turn 2 produced int.*ScriptedTurn or a str"):
+        await collect(ex)
+
+
+async def test_turns_replaced_after_construction_are_served_as_written() -> None:
+    # Responses of fixed turns are prepared up front; a turn put in later must not be
+    # answered with a stale prepared response.
+    ex = ScriptedExecutor([ScriptedTurn(text="old")], repeat=True)
+    assert (await collect(ex))[-1].text == "old"  # type: ignore[attr-defined]
+    ex.turns[0] = ScriptedTurn(text="new")
+    assert (await collect(ex))[-1].text == "new"  # type: ignore[attr-defined]
+
+
+async def test_repeated_call_turns_get_fresh_ids_each_cycle() -> None:
+    ex = ScriptedExecutor([ScriptedTurn.call("f", {"x": 1})], repeat=True)
+    ids = []
+    for _ in range(3):
+        final = (await collect(ex))[-1]
+        assert isinstance(final, InferenceResponse)
+        ids.append(final.tool_calls[0].id)
+    assert len(set(ids)) == 3

@@ -194,6 +194,39 @@ def test_view_supports_sequence_protocol() -> None:
     assert list(reversed(view)) == msgs[::-1]
 
 
+# --- HeadedView (system prompt + transcript, the plain request) ---------------
+
+
+def test_headed_view_puts_the_head_first_and_matches_a_list() -> None:
+    head = [Message.system("be brief")]
+    msgs = users(4)
+    view = Transcript(msgs).headed(head)
+    expected = head + msgs
+    assert len(view) == 5
+    assert list(view) == expected
+    assert [view[i] for i in range(-5, 5)] == expected[-5:] + expected
+    assert view[0] is head[0] and view[1] is msgs[0] and view[-1] is msgs[3]
+    assert view[1:3] == expected[1:3]
+    assert view[::-2] == expected[::-2]
+    assert list(reversed(view)) == expected[::-1]
+    assert view.index(msgs[2]) == 3
+
+
+@pytest.mark.parametrize("index", [5, -6])
+def test_headed_view_index_out_of_range(index: int) -> None:
+    view = Transcript(users(4)).headed([Message.system("s")])
+    with pytest.raises(IndexError):
+        view[index]
+
+
+def test_headed_view_is_stable_when_transcript_grows_and_works_without_head() -> None:
+    transcript = Transcript(users(2))
+    view = transcript.headed([])
+    transcript.append(Message.user("later"))
+    assert [m.text for m in view] == ["u0", "u1"]
+    assert len(transcript.headed([])) == 3
+
+
 # --- Transcript bookkeeping ------------------------------------------------
 
 

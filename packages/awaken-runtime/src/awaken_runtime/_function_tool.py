@@ -124,6 +124,8 @@ class FunctionTool:
             result = await asyncio.to_thread(self.fn, **kwargs)
         else:
             result = self.fn(**kwargs)
+        if type(result) is str:  # the common case, without the dispatch below
+            return ToolOutput(content=result)
         return _to_content(result)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

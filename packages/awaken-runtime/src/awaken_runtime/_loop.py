@@ -144,7 +144,11 @@ class AgentLoop(ToolCallRunner):
             await self._phase(_AFTER_INFERENCE, clear, response=response)
         self._boundary()
         if tool_calls:
-            await self._run_calls(tool_calls)
+            if len(tool_calls) == 1:
+                await self._tool_call(tool_calls[0])
+                self._boundary()
+            else:
+                await self._run_calls(tool_calls)
             if self._held and not self._parked:
                 self._release_held()
             return None

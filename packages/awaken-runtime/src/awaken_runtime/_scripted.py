@@ -117,21 +117,21 @@ class ScriptedExecutor:
             )
         self._next = n + 1
         fixed = isinstance(source, ScriptedTurn)
-        if not fixed:
-            if callable(source):
-                source = source(request)
-            if isinstance(source, str):
-                source = ScriptedTurn(text=source)
-            elif not isinstance(source, ScriptedTurn):
-                raise TypeError(
-                    f"scripted turn {n + 1} produced {type(source).__name__}; a turn "
-                    f"function must return a ScriptedTurn or a str"
-                )
-        if cycle and source.tool_calls:
+        produced = source if fixed or not callable(source) else source(request)
+        if isinstance(produced, ScriptedTurn):
+            turn = produced
+        elif isinstance(produced, str):
+            turn = ScriptedTurn(text=produced)
+        else:
+            raise TypeError(
+                f"scripted turn {n + 1} produced {type(produced).__name__}; a turn "
+                f"function must return a ScriptedTurn or a str"
+            )
+        if cycle and turn.tool_calls:
             # A repeated turn gets fresh call ids: ids must be unique within a thread.
-            calls = [c.model_copy(update={"id": new_id("call_")}) for c in source.tool_calls]
-            return source.model_copy(update={"tool_calls": calls}), False
-        return source, fixed
+            calls = [c.model_copy(update={"id": new_id("call_")}) for c in turn.tool_calls]
+            return turn.model_copy(update={"tool_calls": calls}), False
+        return turn, fixed
 
     async def stream(
         self, request: InferenceRequest

@@ -227,11 +227,12 @@ class ToolCallRunner(PhaseRunner):
         return best
 
     async def _run_calls(self, calls: list[ToolCall]) -> None:
-        """Run one response's calls: in model order, or as a parallel delegation batch."""
-        batchable = (
-            len(calls) > 1
-            and self.parallel_limit > 1
-            and all(c.name == self.delegation_tool_id for c in calls)
+        """Run a response's several calls: in model order, or as a parallel delegation batch.
+
+        (A single call, the usual response, goes straight to ``_tool_call``.)
+        """
+        batchable = self.parallel_limit > 1 and all(
+            c.name == self.delegation_tool_id for c in calls
         )
         if batchable and await self._parallel_batch(calls):
             return

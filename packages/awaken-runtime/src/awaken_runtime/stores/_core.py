@@ -163,6 +163,28 @@ class Core:
         merged = merge_run(tid, self.runs.get(record.run_id), record) if record else None
         return Prepared(persistent(batches) if batches else [], merged)
 
+    def commit_messages(
+        self, binding: ScopeBinding, expected_version: int, messages: Sequence[Message], at: float
+    ) -> int | None:
+        """Commit messages alone to an existing thread (a run's per-step checkpoint).
+
+        The same checks and effects as ``prepare_commit`` + ``apply_commit`` with no
+        batches, record or parked run, in one pass. Returns ``None`` (having done
+        nothing) for a thread not stored yet: the general path handles that.
+        """
+        tid = binding.thread_id
+        thread = self.threads.get(tid)
+        if thread is None:
+            return None
+        if thread.version != expected_version:
+            raise VersionConflict(tid, expected_version, thread.version)
+        check_messages(tid, messages, thread.msg_ids.__contains__, thread.call_ids.__contains__)
+        thread.add_messages(messages)
+        thread.parked = None
+        thread.version += 1
+        thread.updated_at = at
+        return thread.version
+
     def apply_commit(
         self,
         binding: ScopeBinding,

@@ -110,6 +110,10 @@ class InMemoryStore:
         parked: ParkedRun | None = None,
     ) -> int:
         """Append messages and batches if the thread is still at ``expected_version``."""
+        if not batches and run_record is None and parked is None:
+            version = self.core.commit_messages(binding, expected_version, messages, time.time())
+            if version is not None:
+                return version
         prepared = self.core.prepare_commit(
             binding, expected_version, messages, batches, run_record
         )
