@@ -48,6 +48,7 @@ from awaken_runtime import (
     inject,
     tool,
 )
+from awaken_runtime.testing import scripted_runtime
 
 BI = PhaseHookPoint.BEFORE_INFERENCE
 ALL_BANDS = set(Band)
@@ -997,3 +998,21 @@ async def test_profile_state_is_shared_across_threads(make_plugin, make_runtime)
         ("t1", "bob", 1, "user-bob"),
     ]
     assert rig.messages("t2")[0].text == "hi" and len(rig.messages("t1")) == 4
+
+
+async def test_run_record_keeps_the_start_time_and_ends_with_the_run() -> None:
+    seen: list[datetime] = []
+
+    def probe() -> str:
+        """Record when the step ran."""
+        seen.append(datetime.now(UTC))
+        return "ok"
+
+    rig = scripted_runtime([ScriptedTurn.call("probe"), "done"], tools=[probe])
+    before = datetime.now(UTC)
+    state = await rig.run(thread_id="t")
+    after = datetime.now(UTC)
+    record = await rig.store.get_run(state.run_id)
+    assert record is not None and record.phase is Phase.ENDED and record.steps == 2
+    # Started when the run started (not when it ended), updated at the end.
+    assert before <= record.started_at <= seen[0] <= record.updated_at <= after

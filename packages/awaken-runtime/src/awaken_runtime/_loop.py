@@ -11,6 +11,7 @@ got (with the parked-run record), and a resume continues that same step.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
 
 from pydantic_core import to_json
 
@@ -451,6 +452,9 @@ class AgentLoop(ToolCallRunner):
             break
 
     def _run_record(self, phase: Phase, cause: EndCause | None) -> RunRecord:
+        now = datetime.now(UTC)
+        if self._started_at is None:
+            self._started_at = now  # a resumed leg restarts this; the store keeps the first
         return RunRecord(
             run_id=self.run_id,
             thread_id=self.binding.thread_id,
@@ -460,6 +464,8 @@ class AgentLoop(ToolCallRunner):
             steps=self.step,
             usage=self.usage,
             cost=self.cost,
+            started_at=self._started_at,
+            updated_at=now,
         )
 
     async def _finish(self, cause: EndCause | None, parked: ParkedRun | None = None) -> RunState:
@@ -518,6 +524,7 @@ class AgentLoop(ToolCallRunner):
     _applying: str | None = None
     _kept_tickets: list[ResumeTicket] = []  # noqa: RUF012 - replaced per leg, never mutated
     _resumed = False
+    _started_at: datetime | None = None
 
 
 def _bound_failure(exc: CapabilityBoundError) -> Error:

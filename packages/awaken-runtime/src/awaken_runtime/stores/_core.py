@@ -102,6 +102,8 @@ def merge_run(thread_id: str, old: RunRecord | None, new: RunRecord) -> RunRecor
             f"run {new.run_id!r} already ended ({old.end_cause.kind if old.end_cause else '?'})"
             f"; a run record is final once ENDED - start a new run instead"
         )
+    if new.started_at == old.started_at:
+        return new
     return new.model_copy(update={"started_at": old.started_at})
 
 
