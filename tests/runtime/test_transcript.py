@@ -287,3 +287,16 @@ def test_agent_config_parses_policy_forms() -> None:
     assert cfg.context_policy == KeepLast(keep_last=20)
     cfg = AgentConfig.model_validate({**base, "context_policy": "keep_all"})
     assert cfg.context_policy == KeepAll()
+
+
+def test_chain_view_indexes_across_segments_and_skips_empty_ones() -> None:
+    from awaken_runtime._request import ChainView
+
+    a, b = users(2), users(3)
+    view = ChainView([a, [], Transcript(b).view(1), []])
+    expected = a + b[1:]
+    assert len(view) == 4 and list(view) == expected
+    assert [view[i] for i in range(-4, 4)] == expected + expected
+    assert view[1:] == expected[1:]
+    with pytest.raises(IndexError):
+        view[4]

@@ -16,17 +16,17 @@ from pydantic import ValidationError
 
 from ._context import BAND_ORDER, Band, ContextMessage
 from ._messages import Message
-from ._transcript import MessageView
+from ._transcript import JoinedView, MessageView
 
 __all__ = ["ChainView", "ReplacedContent", "RequestAssembler"]
 
 log = logging.getLogger("awaken_runtime")
 
 
-class ChainView(Sequence[Message]):
+class ChainView(JoinedView):
     """A read-only concatenation of message sequences."""
 
-    __slots__ = ("_len", "_segments")
+    __slots__ = ("_segments",)
 
     def __init__(self, segments: Sequence[Sequence[Message]]) -> None:
         kept: list[Sequence[Message]] = []
@@ -39,20 +39,7 @@ class ChainView(Sequence[Message]):
         self._segments = kept
         self._len = total
 
-    def __len__(self) -> int:
-        return self._len
-
-    @overload
-    def __getitem__(self, index: int) -> Message: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[Message]: ...
-    def __getitem__(self, index: int | slice) -> Message | Sequence[Message]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(self._len))]
-        if index < 0:
-            index += self._len
-        if not 0 <= index < self._len:
-            raise IndexError("message index out of range")
+    def _at(self, index: int) -> Message:
         for segment in self._segments:
             n = len(segment)
             if index < n:

@@ -9,7 +9,15 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from ._messages import Message
 
-__all__ = ["ContextPolicy", "KeepAll", "KeepLast", "MessageView", "Transcript"]
+__all__ = [
+    "ContextPolicy",
+    "HeadedView",
+    "JoinedView",
+    "KeepAll",
+    "KeepLast",
+    "MessageView",
+    "Transcript",
+]
 
 
 class KeepAll(BaseModel):
@@ -83,20 +91,15 @@ class MessageView(Sequence[Message]):
         return self._start
 
 
-class HeadedView(Sequence[Message]):
-    """``head`` followed by the first ``stop`` transcript messages, without copying.
+class JoinedView(Sequence[Message]):
+    """A read-only message sequence joined from parts, without copying.
 
-    The messages of a request without context entries (the system prompt, then
-    the whole transcript): one small object per step instead of a chain of views.
+    Holds the length and the indexing rules (negative indexes, bounds, slices
+    as lists); a subclass sets ``_len`` and finds message ``index`` in ``_at``.
     """
 
-    __slots__ = ("_head", "_items", "_len", "_split")
-
-    def __init__(self, head: Sequence[Message], items: list[Message], stop: int) -> None:
-        self._head = head
-        self._items = items
-        self._split = len(head)
-        self._len = self._split + stop
+    __slots__ = ("_len",)
+    _len: int
 
     def __len__(self) -> int:
         return self._len
@@ -107,11 +110,34 @@ class HeadedView(Sequence[Message]):
     def __getitem__(self, index: slice) -> Sequence[Message]: ...
     def __getitem__(self, index: int | slice) -> Message | Sequence[Message]:
         if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(self._len))]
+            return [self._at(i) for i in range(*index.indices(self._len))]
         if index < 0:
             index += self._len
         if not 0 <= index < self._len:
             raise IndexError("message index out of range")
+        return self._at(index)
+
+    def _at(self, index: int) -> Message:
+        """Message ``index``, with ``0 <= index < len(self)``."""
+        raise NotImplementedError
+
+
+class HeadedView(JoinedView):
+    """``head`` followed by the first ``stop`` transcript messages, without copying.
+
+    The messages of a request without context entries (the system prompt, then
+    the whole transcript): one small object per step instead of a chain of views.
+    """
+
+    __slots__ = ("_head", "_items", "_split")
+
+    def __init__(self, head: Sequence[Message], items: list[Message], stop: int) -> None:
+        self._head = head
+        self._items = items
+        self._split = len(head)
+        self._len = self._split + stop
+
+    def _at(self, index: int) -> Message:
         if index < self._split:
             return self._head[index]
         return self._items[index - self._split]

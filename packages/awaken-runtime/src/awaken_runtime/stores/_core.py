@@ -31,6 +31,7 @@ __all__ = ["Core", "ThreadData", "check_messages", "merge_run"]
 class ThreadData:
     """One thread as kept in memory."""
 
+    thread_id: str
     messages: list[Message] = field(default_factory=list)
     msg_ids: set[str] = field(default_factory=set)
     call_ids: set[str] = field(default_factory=set)
@@ -41,6 +42,22 @@ class ThreadData:
     run_ids: list[str] = field(default_factory=list)
     latest_run_id: str | None = None
     updated_at: float = 0.0
+
+    def check(self, expected_version: int, messages: Sequence[Message]) -> None:
+        """Raise unless the thread is at ``expected_version`` and ``messages`` may follow."""
+        if self.version != expected_version:
+            raise VersionConflict(self.thread_id, expected_version, self.version)
+        check_messages(
+            self.thread_id, messages, self.msg_ids.__contains__, self.call_ids.__contains__
+        )
+
+    def advance(self, messages: Sequence[Message], parked: ParkedRun | None, at: float) -> int:
+        """Append ``messages``, set the parked run and move to the next version."""
+        self.add_messages(messages)
+        self.parked = parked
+        self.version += 1
+        self.updated_at = at
+        return self.version
 
     def add_messages(self, messages: Sequence[Message]) -> None:
         """Append messages and index their ids and tool calls."""
@@ -135,7 +152,7 @@ class Core:
 
     def snapshot(self, binding: ScopeBinding) -> ThreadSnapshot:
         """The committed thread plus the profile and shared state of ``binding``."""
-        thread = self.threads.get(binding.thread_id) or ThreadData()
+        thread = self.threads.get(binding.thread_id) or ThreadData(binding.thread_id)
         state = dict(thread.state)
         state.update(self.scoped.get((Scope.PROFILE, binding.profile_id), {}))
         state.update(self.scoped.get((Scope.SHARED, binding.namespace), {}))
@@ -154,14 +171,7 @@ class Core:
     ) -> Prepared:
         """Validate a commit; raise without changing anything."""
         tid = binding.thread_id
-        thread = self.threads.get(tid)
-        version = thread.version if thread else 0
-        if version != expected_version:
-            raise VersionConflict(tid, expected_version, version)
-        if thread is None:
-            check_messages(tid, messages, _never, _never)
-        else:
-            check_messages(tid, messages, thread.msg_ids.__contains__, thread.call_ids.__contains__)
+        (self.threads.get(tid) or ThreadData(tid)).check(expected_version, messages)
         merged = merge_run(tid, self.runs.get(record.run_id), record) if record else None
         return Prepared(persistent(batches) if batches else [], merged)
 
@@ -174,18 +184,11 @@ class Core:
         batches, record or parked run, in one pass. Returns ``None`` (having done
         nothing) for a thread not stored yet: the general path handles that.
         """
-        tid = binding.thread_id
-        thread = self.threads.get(tid)
+        thread = self.threads.get(binding.thread_id)
         if thread is None:
             return None
-        if thread.version != expected_version:
-            raise VersionConflict(tid, expected_version, thread.version)
-        check_messages(tid, messages, thread.msg_ids.__contains__, thread.call_ids.__contains__)
-        thread.add_messages(messages)
-        thread.parked = None
-        thread.version += 1
-        thread.updated_at = at
-        return thread.version
+        thread.check(expected_version, messages)
+        return thread.advance(messages, None, at)
 
     def apply_commit(
         self,
@@ -200,8 +203,7 @@ class Core:
         """Apply a prepared commit; ``scoped=False`` skips profile/shared state."""
         thread = self.threads.get(binding.thread_id)
         if thread is None:
-            thread = self.threads[binding.thread_id] = ThreadData()
-        thread.add_messages(messages)
+            thread = self.threads[binding.thread_id] = ThreadData(binding.thread_id)
         for batch in prepared.batches:
             thread.batches.append(batch)
             for _producer, command in batch.entries:
@@ -215,10 +217,7 @@ class Core:
                 thread.run_ids.append(record.run_id)
             self.runs[record.run_id] = record
             thread.latest_run_id = record.run_id
-        thread.parked = parked
-        thread.version += 1
-        thread.updated_at = at
-        return thread.version
+        return thread.advance(messages, parked, at)
 
     def apply_scoped(self, scope: Scope, owner: str, commands: Iterable[Command]) -> None:
         """Apply commands to the state of ``(scope, owner)`` (their own scope is ignored)."""
@@ -335,7 +334,3 @@ class Core:
             report.configs += len(versions) - len(kept)
             self.configs[agent_id] = kept
         return report, touched
-
-
-def _never(_key: str) -> bool:
-    return False
