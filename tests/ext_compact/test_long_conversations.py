@@ -20,8 +20,10 @@ from awaken_runtime import (
     AgentConfig,
     AgentRuntimeBuilder,
     InferenceRequest,
+    LlmExecutor,
     Message,
     ModelSpec,
+    Runtime,
     Scope,
     ScriptedExecutor,
     ScriptedTurn,
@@ -73,24 +75,15 @@ def main_turn(request: InferenceRequest) -> ScriptedTurn:
     return ScriptedTurn(text=answer_text(i))
 
 
-async def test_200_turns_scripted_stay_under_the_window(
-    ref_count: Callable[..., int], lookup_tool: Any
-) -> None:
-    main = ScriptedExecutor([main_turn], repeat=True)
-    compactor = ScriptedExecutor([summary_turn], repeat=True)
-    runtime = (
+def compacting_runtime(
+    main_spec: ModelSpec, main: LlmExecutor, compactor: ScriptedExecutor, lookup_tool: Any
+) -> Runtime:
+    """The agent "main" on ``main_spec`` with compaction, summarizing through ``compactor``."""
+    return (
         AgentRuntimeBuilder(discover=False)
-        .with_model(
-            ModelSpec(
-                id="m",
-                provider="main",
-                model="gpt-4o",
-                context_window=WINDOW,
-                max_output_tokens=MAX_OUT,
-            )
-        )
+        .with_model(main_spec)
         .with_model(ModelSpec(id="c", provider="comp", model="summarizer"))
-        .with_provider("main", main)
+        .with_provider(main_spec.provider, main)
         .with_provider("comp", compactor)
         .with_tool(lookup_tool)
         .with_plugin(CompactPlugin())
@@ -107,6 +100,17 @@ async def test_200_turns_scripted_stay_under_the_window(
         .with_agent_spec(AgentConfig(id="summarizer", model_binding="c"))
         .build()
     )
+
+
+async def test_200_turns_scripted_stay_under_the_window(
+    ref_count: Callable[..., int], lookup_tool: Any
+) -> None:
+    main = ScriptedExecutor([main_turn], repeat=True)
+    compactor = ScriptedExecutor([summary_turn], repeat=True)
+    main_spec = ModelSpec(
+        id="m", provider="main", model="gpt-4o", context_window=WINDOW, max_output_tokens=MAX_OUT
+    )
+    runtime = compacting_runtime(main_spec, main, compactor, lookup_tool)
     peak = 0
     for i in range(TURNS):
         first = len(main.requests)
@@ -175,37 +179,16 @@ async def test_200_turns_through_litellm_stay_under_the_window(
                 call = srv.ToolCallSpec(f"call_{i}", "lookup", json.dumps({"query": f"item {i}"}))
                 server.add(srv.Reply(tool_calls=[call], chunk_size=64))
             server.add(srv.Reply(text=answer_text(i), chunk_size=256))
-        runtime = (
-            AgentRuntimeBuilder(discover=False)
-            .with_model(
-                ModelSpec(
-                    id="m",
-                    provider="litellm",
-                    model="openai/gpt-4o",
-                    api_base=server.base_url,
-                    context_window=WINDOW,
-                    max_output_tokens=MAX_OUT,
-                    timeout_s=10.0,
-                )
-            )
-            .with_model(ModelSpec(id="c", provider="comp", model="summarizer"))
-            .with_provider("litellm", LiteLLMExecutor())
-            .with_provider("comp", compactor)
-            .with_tool(lookup_tool)
-            .with_plugin(CompactPlugin())
-            .with_agent_spec(
-                AgentConfig(
-                    id="main",
-                    model_binding="m",
-                    instructions="Be brief.",
-                    tool_ids=["lookup"],
-                    plugin_ids=["compact"],
-                    plugin_config={"compact": CONFIG},
-                )
-            )
-            .with_agent_spec(AgentConfig(id="summarizer", model_binding="c"))
-            .build()
+        main_spec = ModelSpec(
+            id="m",
+            provider="litellm",
+            model="openai/gpt-4o",
+            api_base=server.base_url,
+            context_window=WINDOW,
+            max_output_tokens=MAX_OUT,
+            timeout_s=10.0,
         )
+        runtime = compacting_runtime(main_spec, LiteLLMExecutor(), compactor, lookup_tool)
         for i in range(TURNS):
             state = await runtime.run("main", user_text(i), thread_id="long")
             assert state.end_cause is not None and state.end_cause.kind == "natural_end", (

@@ -37,6 +37,8 @@ def format_validation_error(tool_id: str, exc: ValidationError) -> str:
 
 
 def _to_content(value: Any) -> ToolOutput:
+    if type(value) is str:  # the usual result, first
+        return ToolOutput(content=value)
     if isinstance(value, ToolOutput):
         return value
     if value is None:
@@ -124,8 +126,6 @@ class FunctionTool:
             result = await asyncio.to_thread(self.fn, **kwargs)
         else:
             result = self.fn(**kwargs)
-        if type(result) is str:  # the common case, without the dispatch below
-            return ToolOutput(content=result)
         return _to_content(result)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

@@ -119,7 +119,7 @@ class AgentLoop(ToolCallRunner):
             self._stop.on_text(text)
         self.step_usage = usage
         self._uncounted.append(usage)
-        step_cost = self._model.cost(usage) if self._priced else None
+        step_cost = self._model.cost(usage)
         if step_cost is None:
             step_cost = response.cost  # the provider's own price table, if it knew the model
         if step_cost is not None:
@@ -145,11 +145,7 @@ class AgentLoop(ToolCallRunner):
             await self._phase(_AFTER_INFERENCE, clear, response=response)
         self._boundary()
         if tool_calls:
-            if len(tool_calls) == 1:
-                await self._tool_call(tool_calls[0])
-                self._boundary()
-            else:
-                await self._run_calls(tool_calls)
+            await self._run_calls(tool_calls)
             if self._held and not self._parked:
                 self._release_held()
             return None

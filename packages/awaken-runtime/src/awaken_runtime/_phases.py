@@ -95,8 +95,7 @@ class PhaseRunner:
         self.config = config = agent.snapshot.config
         # What the step path reads of the (pydantic) snapshot and config, as plain
         # attributes: an attribute read on a pydantic model is several times slower.
-        self._model = model = agent.snapshot.model
-        self._priced = model.pricing is not None
+        self._model = agent.snapshot.model
         self._policy = config.context_policy
         self._params = config.params
         self._max_steps = config.max_steps

@@ -227,10 +227,11 @@ class ToolCallRunner(PhaseRunner):
         return best
 
     async def _run_calls(self, calls: list[ToolCall]) -> None:
-        """Run a response's several calls: in model order, or as a parallel delegation batch.
-
-        (A single call, the usual response, goes straight to ``_tool_call``.)
-        """
+        """Run one response's calls: in model order, or as a parallel delegation batch."""
+        if len(calls) == 1:  # the usual response: no batch to plan
+            await self._tool_call(calls[0])
+            self._boundary()
+            return
         batchable = self.parallel_limit > 1 and all(
             c.name == self.delegation_tool_id for c in calls
         )
