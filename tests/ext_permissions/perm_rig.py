@@ -186,7 +186,7 @@ async def _main(mode: str, url: str, thread_id: str) -> int:
             state = await coder(store, _park_turn).run("coder", "again", thread_id=thread_id)
             print(json.dumps({"phase": state.phase.value, "results": _results(state)}), flush=True)
             return 0
-        from awaken_runtime._cli_approve import drive_with_terminal, exit_status
+        from awaken_runtime.cli._approve import drive_with_terminal, exit_status
 
         runtime = coder(store)
         state = await runtime.run("coder", "build it", thread_id=thread_id)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from awaken_runtime import Phase, ResumeRejected
-from awaken_runtime._cli_approve import (
+from awaken_runtime.cli._approve import (
     EXIT_AWAITING,
     PROMPT,
     drive_with_terminal,

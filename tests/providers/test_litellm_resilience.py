@@ -29,8 +29,8 @@ from awaken_runtime import (
     TextDelta,
     UnknownModelError,
 )
-from awaken_runtime._litellm import import_litellm
-from awaken_runtime._litellm_errors import classify, retry_after_seconds
+from awaken_runtime.models.litellm._errors import classify, retry_after_seconds
+from awaken_runtime.models.litellm._executor import import_litellm
 
 
 class Sleeps:

@@ -13,7 +13,7 @@ import pytest
 from openai_server import Reply, ToolCallSpec, UsageSpec
 from scenarios import PLAIN
 
-import awaken_runtime._litellm as litellm_mod
+import awaken_runtime.models.litellm._executor as litellm_mod
 from awaken_runtime import (
     InferenceParams,
     InferenceRequest,
@@ -25,7 +25,7 @@ from awaken_runtime import (
     ToolDescriptor,
     litellm_pricing,
 )
-from awaken_runtime._cli import main
+from awaken_runtime.cli._main import main
 
 
 def _python(code: str, **env: str) -> str:
@@ -42,7 +42,7 @@ def _python(code: str, **env: str) -> str:
 
 def test_import_awaken_runtime_does_not_import_litellm() -> None:
     out = _python(
-        "import sys, awaken_runtime, awaken_runtime._cli\n"
+        "import sys, awaken_runtime, awaken_runtime.cli._main\n"
         "awaken_runtime.LiteLLMExecutor()\n"  # constructing it imports nothing either
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('litellm', 'openai')))"
     )

@@ -7,7 +7,7 @@ from typing import Any
 from openai_server import Reply, ToolCallSpec
 
 from awaken_runtime import InferenceRequest, InferenceResponse, LiteLLMExecutor, Message
-from awaken_runtime._litellm_stream import _Call, _finish_call, _merge_fragment
+from awaken_runtime.models.litellm._stream import _Call, _finish_call, _merge_fragment
 
 
 async def _items(spec: Any) -> list[Any]:

@@ -13,7 +13,7 @@ README = Path(__file__).resolve().parents[2] / "packages" / "awaken-runtime" / "
 
 
 def awaken(*args: str) -> subprocess.CompletedProcess[str]:
-    code = "import sys; from awaken_runtime._cli import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from awaken_runtime.cli._main import main; sys.exit(main(sys.argv[1:]))"
     return subprocess.run(
         [sys.executable, "-c", code, *args],
         capture_output=True,
@@ -35,7 +35,7 @@ def test_demo_streams_a_tool_using_run_with_usage_and_cost() -> None:
 
 def test_help_does_not_import_litellm() -> None:
     code = (
-        "import sys\nfrom awaken_runtime._cli import main\n"
+        "import sys\nfrom awaken_runtime.cli._main import main\n"
         "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
         "print('litellm' in sys.modules)"
     )

@@ -21,7 +21,7 @@ from awaken_runtime import (
     ToolOutput,
     tool,
 )
-from awaken_runtime._state import StagedCommand
+from awaken_runtime.state._engine import StagedCommand
 
 
 def make_ctx(call_id: str = "call_1", tool_id: str = "t") -> ToolCallContext:

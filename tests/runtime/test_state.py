@@ -20,7 +20,7 @@ from awaken_runtime import (
     Store,
     replay,
 )
-from awaken_runtime._state import StagedCommand
+from awaken_runtime.state._engine import StagedCommand
 
 T = Scope.THREAD
 

@@ -46,7 +46,7 @@ def stopped(state: Any) -> str:
 
 
 async def test_timeout(make_runtime, monkeypatch):
-    import awaken_runtime._stop as stop_mod
+    import awaken_runtime.run._stop as stop_mod
 
     clock = iter([100.0, 100.5, 103.0, 200.0])  # start, step 1, step 2, spare
     monkeypatch.setattr(stop_mod, "_clock", lambda: next(clock))

@@ -134,7 +134,7 @@ def test_store_urls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_cli_store_option_and_env(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
-    from awaken_runtime._cli import main
+    from awaken_runtime.cli._main import main
 
     db = tmp_path / "cli.db"
     assert main(["demo", "--store", f"sqlite:///{db}", "--thread", "cli-t"]) == 0

@@ -20,17 +20,17 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._builder import AgentRuntimeBuilder
-from ._config import AgentConfig
-from ._function_tool import tool as make_tool
-from ._messages import Message
-from ._models import ModelSpec
-from ._plugin import Plugin
-from ._run_state import RunState
-from ._runtime import Runtime
-from ._scripted import ScriptedExecutor, TurnSource
-from ._thread_store import InMemoryStore
-from ._tools import Tool
+from .agents._config import AgentConfig
+from .lifecycle._run_state import RunState
+from .messages._message import Message
+from .models._model import ModelSpec
+from .models._scripted import ScriptedExecutor, TurnSource
+from .plugins._plugin import Plugin
+from .runtime._builder import AgentRuntimeBuilder
+from .runtime._runtime import Runtime
+from .stores._memory import InMemoryStore
+from .tools._function_tool import tool as make_tool
+from .tools._tool import Tool
 
 __all__ = ["AGENT_ID", "MODEL_ID", "PROVIDER_ID", "ScriptedRig", "scripted_runtime"]
 

@@ -19,14 +19,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .._thread_store import (
-    CommittedThreadView,
-    Coordinator,
-    RunRecord,
-    ScopeBinding,
-    ThreadSnapshot,
-    ThreadStore,
-)
 from ._errors import (
     ConfigNotFound,
     DuplicateMessageId,
@@ -57,6 +49,14 @@ from ._ports import (
     StreamEvent,
     ThreadAdmin,
     ThreadInfo,
+)
+from ._thread_store import (
+    CommittedThreadView,
+    Coordinator,
+    RunRecord,
+    ScopeBinding,
+    ThreadSnapshot,
+    ThreadStore,
 )
 
 # The file and SQLite backends load on first use (PEP 562): `import awaken_runtime`

@@ -16,13 +16,13 @@ from datetime import datetime
 from typing import Any
 
 from .._errors import VersionConflict
-from .._failures import Phase
-from .._messages import Message
-from .._state import Command, CommittedBatch, Scope, StoreKey, apply_command
-from .._suspension import ParkedRun, ThreadBusy
-from .._thread_store import RunRecord, ScopeBinding, ThreadSnapshot, persistent_batch
+from ..lifecycle._failures import Phase
+from ..messages._message import Message
+from ..state._engine import Command, CommittedBatch, Scope, StoreKey, apply_command
+from ..suspension._suspension import ParkedRun, ThreadBusy
 from ._errors import DuplicateMessageId, LeaseLost, RunRecordError, UnmatchedToolResult
 from ._ports import ConfigVersion, Lease, PruneReport, StreamEvent, ThreadInfo
+from ._thread_store import RunRecord, ScopeBinding, ThreadSnapshot, persistent_batch
 
 __all__ = ["Core", "ThreadData", "check_messages", "merge_run"]
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .._errors import AwakenError
-from .._suspension import ThreadBusy
+from ..suspension._suspension import ThreadBusy
 
 __all__ = [
     "ConfigNotFound",

@@ -31,16 +31,16 @@ from urllib.parse import quote
 
 from pydantic import ValidationError
 
-from .._messages import Message
-from .._state import Command, CommittedBatch, Scope
-from .._suspension import ParkedRun
-from .._thread_store import RunRecord, ScopeBinding, ThreadSnapshot
+from ..messages._message import Message
+from ..state._engine import Command, CommittedBatch, Scope
+from ..suspension._suspension import ParkedRun
 from ._core import Core, Prepared, ThreadData
 from ._errors import StoreCorrupt, StoreIOError
 from ._file_extras import FileExtras
 from ._file_reads import FileReads
 from ._jsonl import append_line, atomic_write, exclusive, read_lines, truncate_to
 from ._ports import ConfigVersion
+from ._thread_store import RunRecord, ScopeBinding, ThreadSnapshot
 
 __all__ = ["FileStore"]
 

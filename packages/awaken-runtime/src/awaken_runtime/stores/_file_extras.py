@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 from pydantic import BaseModel, ValidationError
 
-from .._state import Command, Scope
+from ..state._engine import Command, Scope
 from ._errors import StoreCorrupt
 from ._jsonl import atomic_write, read_lines
 from ._memory import config_dict, find_config

@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-from .._messages import Message
-from .._state import CommittedBatch
-from .._thread_store import RunRecord
+from ..messages._message import Message
+from ..state._engine import CommittedBatch
 from ._jsonl import fsync_dir
 from ._memory import page
 from ._ports import Page, ThreadInfo
+from ._thread_store import RunRecord
 
 if TYPE_CHECKING:
     from ._core import Core, ThreadData

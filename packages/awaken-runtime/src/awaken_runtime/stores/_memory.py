@@ -10,10 +10,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .._messages import Message
-from .._state import Command, CommittedBatch, Scope, StoreKey
-from .._suspension import ParkedRun
-from .._thread_store import RunRecord, ScopeBinding, ThreadSnapshot
+from ..messages._message import Message
+from ..state._engine import Command, CommittedBatch, Scope, StoreKey
+from ..suspension._suspension import ParkedRun
 from ._core import Core
 from ._errors import ConfigNotFound
 from ._ports import (
@@ -25,6 +24,7 @@ from ._ports import (
     ThreadInfo,
     cutoff,
 )
+from ._thread_store import RunRecord, ScopeBinding, ThreadSnapshot
 
 __all__ = ["InMemoryStore", "config_dict", "page"]
 

@@ -14,9 +14,9 @@ from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .._messages import Message
-from .._state import Command, CommittedBatch, Scope
-from .._thread_store import RunRecord, ThreadStore
+from ..messages._message import Message
+from ..state._engine import Command, CommittedBatch, Scope
+from ._thread_store import RunRecord, ThreadStore
 
 __all__ = [
     "CheckpointReader",

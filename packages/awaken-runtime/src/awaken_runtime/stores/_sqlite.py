@@ -22,16 +22,16 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from .._errors import VersionConflict
-from .._messages import Message
-from .._state import CommittedBatch, Scope, StoreKey
-from .._suspension import ParkedRun
-from .._thread_store import RunRecord, ScopeBinding, ThreadSnapshot
+from ..messages._message import Message
+from ..state._engine import CommittedBatch, Scope, StoreKey
+from ..suspension._suspension import ParkedRun
 from ._core import merge_run, persistent
 from ._errors import StoreIOError
 from ._ports import Page, ThreadInfo
 from ._sqlite_extras import SQLiteExtras
 from ._sqlite_ops import insert_commit, load_scope
 from ._sqlite_schema import connect, guarded
+from ._thread_store import RunRecord, ScopeBinding, ThreadSnapshot
 
 __all__ = ["SQLiteStore"]
 

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from .._state import Command, Scope, StoreKey
-from .._suspension import ThreadBusy
+from ..state._engine import Command, Scope, StoreKey
+from ..suspension._suspension import ThreadBusy
 from ._errors import LeaseLost
 from ._memory import config_dict, find_config
 from ._ports import ConfigVersion, Lease, PruneReport, StreamEvent, cutoff

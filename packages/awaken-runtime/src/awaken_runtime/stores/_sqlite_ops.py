@@ -14,10 +14,10 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from .._messages import Message
-from .._state import Command, CommittedBatch, MergePolicy, Remove, Scope, StoreKey
-from .._thread_store import RunRecord, ScopeBinding
+from ..messages._message import Message
+from ..state._engine import Command, CommittedBatch, MergePolicy, Remove, Scope, StoreKey
 from ._core import check_messages
+from ._thread_store import RunRecord, ScopeBinding
 
 __all__ = ["apply_command_sql", "dumps", "insert_commit", "load_scope"]
 

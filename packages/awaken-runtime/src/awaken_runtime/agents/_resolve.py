@@ -1,0 +1,321 @@
+"""Resolution: a pure function of (registries, agent id) to an executable agent.
+
+The serializable half is :class:`ExecutableAgentSnapshot` (config, tool
+descriptors, model spec, plugin manifests and validated config) with a
+:data:`CatalogFingerprint`. The live half, :class:`ResolvedAgent`, adds the
+objects the loop calls: tools, the executor, and every plugin contribution,
+already checked against each plugin's capability bound.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from .._errors import AgentConfigError, CapabilityBoundError, ResolutionError
+from ..delegation._delegation import AGENT_RUN, DelegationTool
+from ..models._model import LlmExecutor, ModelSpec
+from ..plugins._plugin import (
+    CapabilityBound,
+    Contributions,
+    PhaseHook,
+    PhaseHookPoint,
+    Plugin,
+    PluginManifest,
+    RunEndGuard,
+    StateKeyDecl,
+    ToolGateHook,
+    ToolObserver,
+    _decl,
+)
+from ..run._stop import StopConditionHook
+from ..state._effects import ActionHandler, EffectHandler
+from ..tools._tool import Tool, ToolDescriptor
+from ._config import AgentConfig
+
+__all__ = [
+    "CatalogFingerprint",
+    "ExecutableAgentSnapshot",
+    "Registries",
+    "ResolvedAgent",
+    "ResolvedPlugin",
+    "resolve_agent",
+]
+
+CatalogFingerprint: TypeAlias = str
+"""Hex sha256 of the canonical JSON of a snapshot's contents."""
+
+
+class ResolvedPlugin(BaseModel):
+    """A plugin as the snapshot records it: manifest and validated config."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+    manifest: PluginManifest
+    config: dict[str, Any]
+
+
+class ExecutableAgentSnapshot(BaseModel):
+    """The resolved, serializable description of an agent at one point in time."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+    config: AgentConfig
+    tools: list[ToolDescriptor]
+    model: ModelSpec
+    plugins: list[ResolvedPlugin]
+    fingerprint: CatalogFingerprint
+
+    @staticmethod
+    def compute_fingerprint(
+        config: AgentConfig,
+        tools: list[ToolDescriptor],
+        model: ModelSpec,
+        plugins: list[ResolvedPlugin],
+    ) -> CatalogFingerprint:
+        """The stable hash of everything the agent's behaviour depends on."""
+        body = {
+            "config": config.model_dump(mode="json"),
+            "tools": [t.model_dump(mode="json") for t in tools],
+            "model": model.model_dump(mode="json"),
+            "plugins": [p.model_dump(mode="json") for p in plugins],
+        }
+        canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+@dataclass(slots=True)
+class Registries:
+    """The five registries an agent is resolved against."""
+
+    agents: dict[str, AgentConfig] = field(default_factory=dict)
+    tools: dict[str, Tool] = field(default_factory=dict)
+    models: dict[str, ModelSpec] = field(default_factory=dict)
+    providers: dict[str, LlmExecutor] = field(default_factory=dict)
+    plugins: dict[str, Plugin] = field(default_factory=dict)
+    unavailable_plugins: dict[str, Exception] = field(default_factory=dict)
+    """Plugin ids that failed to load or clash, with the error to report."""
+    unavailable_tools: dict[str, Exception] = field(default_factory=dict)
+    """Discovered tool ids registered twice, with the error to report."""
+    unavailable_providers: dict[str, Exception] = field(default_factory=dict)
+    """Discovered provider ids registered twice, with the error to report."""
+
+
+@dataclass(slots=True)
+class ResolvedAgent:
+    """A snapshot plus the live objects the loop calls."""
+
+    snapshot: ExecutableAgentSnapshot
+    executor: LlmExecutor
+    tools: dict[str, Tool]
+    tool_owner: dict[str, str]
+    bounds: dict[str, CapabilityBound]
+    hooks: dict[PhaseHookPoint, list[tuple[str, PhaseHook]]]
+    gates: list[tuple[str, ToolGateHook]]
+    observers: list[tuple[str, ToolObserver]]
+    guards: list[tuple[str, RunEndGuard]]
+    dynamic_tools: list[tuple[str, Any]]
+    effect_handlers: dict[str, tuple[str, EffectHandler]] = field(default_factory=dict)
+    action_handlers: dict[str, tuple[str, ActionHandler]] = field(default_factory=dict)
+    stop_conditions: list[tuple[str, StopConditionHook]] = field(default_factory=list)
+    inherited: set[str] = field(default_factory=set)
+    """Plugins whose contributions also apply to this agent's sub-agents."""
+
+    def with_inherited(self, parent: ResolvedAgent) -> ResolvedAgent:
+        """This agent plus the parent's inheritable plugins it does not enable itself."""
+        extra = parent.inherited - set(self.bounds)
+        if not extra:
+            return self
+
+        def pick(items: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+            return [(pid, item) for pid, item in items if pid in extra]
+
+        hooks = {point: list(items) for point, items in self.hooks.items()}
+        for point, items in parent.hooks.items():
+            hooks.setdefault(point, []).extend(pick(items))
+        return dataclasses.replace(
+            self,
+            bounds={**self.bounds, **{pid: parent.bounds[pid] for pid in extra}},
+            hooks=hooks,
+            gates=[*self.gates, *pick(parent.gates)],
+            observers=[*self.observers, *pick(parent.observers)],
+            guards=[*self.guards, *pick(parent.guards)],
+            stop_conditions=[*self.stop_conditions, *pick(parent.stop_conditions)],
+            inherited=self.inherited | extra,
+        )
+
+    @property
+    def config(self) -> AgentConfig:
+        """The agent's configuration."""
+        return self.snapshot.config
+
+
+def _lookup(agent_id: str, kind: str, key: str, table: Mapping[str, Any]) -> Any:
+    try:
+        return table[key]
+    except KeyError:
+        raise ResolutionError(agent_id, kind, key, table.keys()) from None
+
+
+def _validate_plugin_config(agent_id: str, plugin: Plugin, raw: dict[str, Any]) -> Any:
+    manifest = plugin.manifest
+    model = manifest.config_model
+    if model is None:
+        if raw:
+            raise AgentConfigError(
+                f"agent {agent_id!r}: plugin {manifest.id!r} takes no configuration, but "
+                f"plugin_config.{manifest.id} sets {', '.join(sorted(raw))}; remove that table"
+            )
+        return None
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"field '{'.'.join(str(p) for p in err['loc']) or '(root)'}': {err['msg']}"
+            for err in exc.errors()
+        )
+        raise AgentConfigError(
+            f"agent {agent_id!r}: invalid config for plugin {manifest.id!r}: {problems}"
+        ) from None
+
+
+def check_contributions(plugin_id: str, bound: CapabilityBound, c: Contributions) -> None:
+    """Raise :class:`CapabilityBoundError` if ``c`` exceeds ``bound``."""
+    for t in c.tools:
+        tid = t.descriptor.id
+        if tid not in bound.tool_ids:
+            raise CapabilityBoundError(
+                plugin_id, f"tool_ids {{{tid!r}}}", f"contributes tool {tid!r}"
+            )
+    for raw in c.state_keys:
+        decl = StateKeyDecl.model_validate(_decl(raw))
+        if decl not in bound.state_keys:
+            raise CapabilityBoundError(
+                plugin_id, f"state key {decl}", f"contributes state key {decl}"
+            )
+    for point in c.phase_hooks:
+        point = PhaseHookPoint(point)
+        if c.hooks_at(point) and point not in bound.phase_hooks:
+            raise CapabilityBoundError(
+                plugin_id, f"phase_hooks {{{point.name}}}", f"contributes a {point.name} hook"
+            )
+    for kind in ("effect_handlers", "action_handlers"):
+        allowed: frozenset[str] = getattr(bound, kind)
+        for name in getattr(c, kind):
+            if name not in allowed:
+                raise CapabilityBoundError(
+                    plugin_id, f"{kind} {{{name!r}}}", f"handles {kind[:-9]} {name!r}"
+                )
+    flags = (
+        ("tool_gates", c.tool_gates),
+        ("tool_observers", c.tool_observers),
+        ("run_end_guards", c.run_end_guards),
+        ("dynamic_tools", c.dynamic_tools),
+        ("stop_conditions", c.stop_conditions),
+    )
+    for name, items in flags:
+        if items and not getattr(bound, name):
+            raise CapabilityBoundError(plugin_id, f"{name}=True", f"contributes {name}")
+
+
+def resolve_agent(
+    registries: Registries, agent_id: str, delegation_tool_id: str = AGENT_RUN
+) -> ResolvedAgent:
+    """Resolve ``agent_id``; errors name the missing id and list what is available."""
+    config: AgentConfig = _lookup(agent_id, "agent", agent_id, registries.agents)
+    model: ModelSpec = _lookup(agent_id, "model", config.model_binding, registries.models)
+    if model.provider in registries.unavailable_providers:
+        raise registries.unavailable_providers[model.provider]
+    executor = _lookup(agent_id, "provider", model.provider, registries.providers)
+    for tid in config.tool_ids:
+        if tid in registries.unavailable_tools:
+            raise registries.unavailable_tools[tid]
+    tools: dict[str, Tool] = {
+        tid: _lookup(agent_id, "tool", tid, registries.tools) for tid in config.tool_ids
+    }
+    for delegate in config.delegates:
+        _lookup(agent_id, "delegate agent", delegate, registries.agents)
+    stray = set(config.plugin_config) - set(config.plugin_ids)
+    if stray:
+        raise AgentConfigError(
+            f"agent {agent_id!r} has plugin_config for {', '.join(sorted(stray))} but does not "
+            f"enable it; add the id to plugin_ids or remove the table"
+        )
+    resolved = ResolvedAgent(
+        snapshot=None,  # type: ignore[arg-type]  # set below, once tools are known
+        executor=executor,
+        tools=tools,
+        tool_owner={},
+        bounds={},
+        hooks={},
+        gates=[],
+        observers=[],
+        guards=[],
+        dynamic_tools=[],
+    )
+    plugins: list[ResolvedPlugin] = []
+    for pid in config.plugin_ids:
+        if pid in registries.unavailable_plugins:
+            raise registries.unavailable_plugins[pid]
+        plugin: Plugin = _lookup(agent_id, "plugin", pid, registries.plugins)
+        validated = _validate_plugin_config(agent_id, plugin, config.plugin_config.get(pid, {}))
+        manifest = plugin.manifest
+        contributions = plugin.resolve(validated)
+        check_contributions(pid, manifest.bound, contributions)
+        for t in contributions.tools:
+            tid = t.descriptor.id
+            if tid in tools:
+                owner = resolved.tool_owner.get(tid, "the agent's tool_ids")
+                raise AgentConfigError(
+                    f"agent {agent_id!r}: plugin {pid!r} contributes tool {tid!r}, which "
+                    f"{owner!r} already provides; tool ids must be unique"
+                )
+            tools[tid] = t
+            resolved.tool_owner[tid] = pid
+        resolved.bounds[pid] = manifest.bound
+        for point in PhaseHookPoint:
+            for hook in contributions.hooks_at(point):
+                resolved.hooks.setdefault(point, []).append((pid, hook))
+        resolved.gates.extend((pid, g) for g in contributions.tool_gates)
+        resolved.observers.extend((pid, o) for o in contributions.tool_observers)
+        resolved.guards.extend((pid, g) for g in contributions.run_end_guards)
+        resolved.dynamic_tools.extend((pid, d) for d in contributions.dynamic_tools)
+        resolved.stop_conditions.extend((pid, h) for h in contributions.stop_conditions)
+        if contributions.inherit:
+            resolved.inherited.add(pid)
+        for table, given in (
+            (resolved.effect_handlers, contributions.effect_handlers),
+            (resolved.action_handlers, contributions.action_handlers),
+        ):
+            for name, handler in given.items():
+                if name in table:
+                    raise AgentConfigError(
+                        f"agent {agent_id!r}: plugins {table[name][0]!r} and {pid!r} both "
+                        f"handle {name!r}; a name has exactly one handler"
+                    )
+                table[name] = (pid, handler)  # type: ignore[assignment]
+        dumped = validated.model_dump(mode="json") if isinstance(validated, BaseModel) else {}
+        plugins.append(ResolvedPlugin(manifest=manifest, config=dumped))
+    if config.delegates:
+        delegation = DelegationTool(list(config.delegates), delegation_tool_id)
+        if delegation_tool_id in tools:
+            raise AgentConfigError(
+                f"agent {agent_id!r} has delegates, so {delegation_tool_id!r} is its delegation "
+                f"tool; remove the tool of that id from tool_ids or plugins"
+            )
+        tools[delegation_tool_id] = delegation
+    descriptors = [t.descriptor for t in tools.values()]
+    resolved.snapshot = ExecutableAgentSnapshot(
+        config=config,
+        tools=descriptors,
+        model=model,
+        plugins=plugins,
+        fingerprint=ExecutableAgentSnapshot.compute_fingerprint(
+            config, descriptors, model, plugins
+        ),
+    )
+    return resolved

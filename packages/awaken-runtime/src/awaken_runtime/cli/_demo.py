@@ -1,0 +1,174 @@
+"""The bundled offline demo: a weather agent on a scripted model.
+
+It shows the moving parts in one run: two tools the model calls, a plugin
+that injects request-only context and keeps a run-scope counter, the event
+stream (text deltas, tool calls) and the final usage and cost line.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from ..agents._config import AgentConfig
+from ..lifecycle._events import (
+    AgentEvent,
+    RunFinish,
+    StepStart,
+    TextDelta,
+    ToolCallDone,
+    ToolCallReady,
+)
+from ..messages._message import ToolCall
+from ..models._model import InferenceRequest, ModelSpec, Pricing
+from ..models._scripted import ScriptedExecutor, ScriptedTurn, TurnSource
+from ..plugins._context import Band, ContextMessage, inject
+from ..plugins._plugin import (
+    CapabilityBound,
+    Contributions,
+    HookReaction,
+    PhaseContext,
+    PhaseHookPoint,
+    PluginManifest,
+)
+from ..runtime._builder import AgentRuntimeBuilder
+from ..runtime._runtime import Runtime
+from ..state._engine import Scope
+from ..state._state_key import StateKey
+from ..tools._function_tool import tool
+
+__all__ = ["DEMO_PROMPT", "build_demo_runtime", "render_event"]
+
+DEMO_PROMPT = "What's the weather in Lisbon right now, in Fahrenheit?"
+
+_WEATHER = {"lisbon": (21.0, "clear skies"), "oslo": (-3.0, "light snow")}
+
+
+@tool
+def lookup_weather(city: str) -> dict[str, Any]:
+    """Current weather for a city.
+
+    Args:
+        city: City name, e.g. "Lisbon".
+    """
+    celsius, sky = _WEATHER.get(city.lower(), (15.0, "overcast"))
+    return {"city": city, "celsius": celsius, "sky": sky}
+
+
+@tool
+def celsius_to_fahrenheit(celsius: float) -> str:
+    """Convert a temperature from Celsius to Fahrenheit.
+
+    Args:
+        celsius: Temperature in degrees Celsius.
+    """
+    return f"{celsius * 9 / 5 + 32:.1f}"
+
+
+STEPS = StateKey("demo.steps_seen", int, default=0, scope=Scope.RUN)
+
+
+class BriefingPlugin:
+    """Injects a short briefing into the system prompt and counts steps."""
+
+    manifest = PluginManifest(
+        id="briefing",
+        version="0.1.0",
+        description="Adds a units briefing to every request and counts steps.",
+        bound=CapabilityBound(
+            phase_hooks=frozenset({PhaseHookPoint.BEFORE_INFERENCE}),
+            state_keys=frozenset({STEPS.decl}),
+            context_bands=frozenset({Band.SYSTEM}),
+        ),
+    )
+
+    def resolve(self, config: Any) -> Contributions:
+        """One BEFORE_INFERENCE hook."""
+
+        async def brief(ctx: PhaseContext) -> HookReaction:
+            seen = STEPS.get(ctx.store) + 1
+            note = ContextMessage(
+                key="briefing.units",
+                band=Band.SYSTEM,
+                content=f"Briefing (step {seen}): the user prefers Fahrenheit.",
+            )
+            return HookReaction(commands=[inject(note), STEPS.set(seen)])
+
+        return Contributions(phase_hooks={PhaseHookPoint.BEFORE_INFERENCE: brief})
+
+
+def _final_answer(request: InferenceRequest) -> ScriptedTurn:
+    # The scripted model reads the tool results it was given, like a real one would.
+    results = [m for m in request.messages if m.role == "tool"]
+    weather = json.loads(results[0].text)
+    fahrenheit = results[1].text
+    return ScriptedTurn(
+        text=f"In {weather['city']} it is {fahrenheit}°F ({weather['celsius']:.0f}°C) "
+        f"with {weather['sky']}."
+    )
+
+
+def build_demo_runtime(*, chunk_size: int = 6) -> Runtime:
+    """A runtime with the demo agent ``weather`` on a scripted model (no network)."""
+    turns: list[TurnSource] = [
+        ScriptedTurn(
+            reasoning="I need the current weather first.",
+            tool_calls=[ToolCall(id="call_1", name="lookup_weather", arguments={"city": "Lisbon"})],
+        ),
+        ScriptedTurn(
+            tool_calls=[
+                ToolCall(id="call_2", name="celsius_to_fahrenheit", arguments={"celsius": 21})
+            ]
+        ),
+        _final_answer,
+    ]
+    return (
+        AgentRuntimeBuilder(discover=False)
+        .with_model(
+            ModelSpec(
+                id="demo-model",
+                provider="scripted",
+                model="scripted-weather",
+                context_window=8192,
+                pricing=Pricing(input_per_mtok=0.15, output_per_mtok=0.60),
+            )
+        )
+        .with_provider("scripted", ScriptedExecutor(turns, chunk_size=chunk_size))
+        .with_tool(lookup_weather)
+        .with_tool(celsius_to_fahrenheit)
+        .with_plugin(BriefingPlugin())
+        .with_agent_spec(
+            AgentConfig(
+                id="weather",
+                instructions="You are a concise weather assistant.",
+                model_binding="demo-model",
+                tool_ids=["lookup_weather", "celsius_to_fahrenheit"],
+                plugin_ids=["briefing"],
+            )
+        )
+        .build()
+    )
+
+
+def render_event(event: AgentEvent, write: Callable[[str], None], *, color: bool = False) -> None:
+    """Print one event the way the CLI shows a run (reasoning dimmed when ``color``)."""
+    if isinstance(event, StepStart):
+        write(f"\n[step {event.step}]\n")
+    elif isinstance(event, TextDelta):
+        if event.channel == "reasoning":
+            write(f"\x1b[2m{event.delta}\x1b[0m" if color else event.delta)
+        else:
+            write(event.delta)
+    elif isinstance(event, ToolCallReady):
+        write(f"\n  -> {event.name}({json.dumps(event.arguments)})")
+    elif isinstance(event, ToolCallDone):
+        write(f"\n  <- [{event.outcome}] {event.output}\n")
+    elif isinstance(event, RunFinish):
+        usage = event.usage
+        cause = event.end_cause.kind if event.end_cause is not None else event.phase.value
+        cost = f" · ${event.cost:.6f}" if event.cost is not None else ""
+        write(
+            f"\n\nrun {event.phase.value}: {cause} · {usage.total_tokens} tokens "
+            f"({usage.prompt_tokens} in / {usage.completion_tokens} out){cost}\n"
+        )

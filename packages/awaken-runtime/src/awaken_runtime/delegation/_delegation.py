@@ -1,0 +1,331 @@
+"""Delegation: sub-agents behind one tool, ``agent_run``, and ``run_child_agent``.
+
+The runtime routes the tool whose id is ``RunDelegationService.tool_id()`` to
+the delegation service instead of the tool registry. The native service runs
+children in this process, each with its own run id and a child thread linked
+to the parent's (``<parent thread>/<call id>``); their events go to the
+parent's stream (tagged by their own ``run_id``), their usage rolls up into
+the parent's, and cancelling the parent cancels them. A child that suspends
+makes the parent's call park with ``AwaitReason.DELEGATION``; the decision
+given for the parent's ticket is applied to the child's ticket.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic_core import to_json
+
+from ..lifecycle._events import AgentEvent
+from ..lifecycle._failures import Phase
+from ..models._model import InferenceRequest, InferenceResponse, TokenUsage
+from ..plugins._gates import AwaitReason
+from ..suspension._suspension import Decision, ResumeTicket, SuspendCall
+from ..tools._cancel import CancellationToken
+from ..tools._tool import ToolCallContext, ToolDescriptor, ToolOutput
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ..agents._resolve import ResolvedAgent
+    from ..lifecycle._run_state import RunState
+    from ..runtime._runtime import Runtime
+
+__all__ = [
+    "AGENT_RUN",
+    "ChildOutcome",
+    "ChildRunner",
+    "DelegationRequest",
+    "DelegationTool",
+    "NativeDelegationService",
+    "RunDelegationService",
+    "run_child_agent",
+]
+
+AGENT_RUN = "agent_run"
+"""The id of the delegation tool."""
+
+ChildStatus = Literal["completed", "failed", "cancelled", "max_steps", "stopped", "waiting"]
+
+
+class ChildOutcome(BaseModel):
+    """How a child run went: its status, final text and usage."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+    agent_id: str
+    run_id: str
+    thread_id: str
+    status: ChildStatus
+    text: str = ""
+    reason: str = ""
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    cost: float | None = None
+    tickets: list[ResumeTicket] = Field(default_factory=list)
+
+    @classmethod
+    def of(cls, state: RunState) -> ChildOutcome:
+        """The outcome of a finished or waiting child run."""
+        cause = state.end_cause
+        status: ChildStatus
+        reason = ""
+        if state.phase is Phase.WAITING:
+            status = "waiting"
+        elif cause is None or cause.kind == "natural_end":
+            status = "completed"
+        elif cause.kind == "error":
+            status, reason = "failed", cause.failure.message
+        elif cause.kind == "stopped":
+            status, reason = "stopped", cause.reason
+        elif cause.kind == "max_steps":
+            status, reason = "max_steps", f"reached max_steps={cause.max_steps}"
+        else:
+            status, reason = "cancelled", "the run was cancelled"
+        return cls(
+            agent_id=state.agent_id,
+            run_id=state.run_id,
+            thread_id=state.thread_id,
+            status=status,
+            text=state.final_text,
+            reason=reason,
+            usage=state.usage,
+            cost=state.cost,
+            tickets=state.tickets,
+        )
+
+    def to_output(self) -> ToolOutput:
+        """The parent's tool result; raises ``SuspendCall`` for a waiting child."""
+        if self.status == "waiting":
+            raise SuspendCall(
+                AwaitReason.DELEGATION,
+                {
+                    "agent_id": self.agent_id,
+                    "child_run_id": self.run_id,
+                    "child_thread_id": self.thread_id,
+                    "child_ticket": self.tickets[0].model_dump(mode="json"),
+                },
+            )
+        body = {"agent_id": self.agent_id, "status": self.status, "result": self.text}
+        if self.reason:
+            body["reason"] = self.reason
+        content = to_json(body).decode()
+        if self.status == "completed":
+            return ToolOutput.ok(content)
+        return ToolOutput.error(content)
+
+
+@dataclass(slots=True)
+class DelegationRequest:
+    """One child run to start (or resume) on behalf of a parent run."""
+
+    agent_id: str
+    prompt: str
+    parent_run_id: str
+    thread_id: str
+    profile_id: str
+    namespace: str
+    cancel: CancellationToken
+    on_event: Callable[[AgentEvent], None] | None = None
+    context: dict[str, Any] | None = None
+    inherited: ResolvedAgent | None = None
+    """The parent, whose inheritable plugins also apply to the child."""
+
+
+@runtime_checkable
+class RunDelegationService(Protocol):
+    """Where ``agent_run`` calls go: native in-process children, or a remote (A2A) peer."""
+
+    def tool_id(self) -> str:
+        """The tool id the runtime routes to this service."""
+        ...
+
+    def supports_parallel(self) -> bool:
+        """Whether a response made only of delegation calls may run them concurrently."""
+        ...
+
+    async def delegate(self, request: DelegationRequest) -> ChildOutcome:
+        """Run a child to an end or a park."""
+        ...
+
+    async def resume(
+        self, request: DelegationRequest, ticket: ResumeTicket, decision: Decision
+    ) -> ChildOutcome:
+        """Apply ``decision`` to a waiting child's ``ticket`` and continue it."""
+        ...
+
+
+class NativeDelegationService:
+    """Runs children in this process on the parent's runtime and store."""
+
+    def __init__(self, runtime: Runtime, *, max_parallel: int = 4) -> None:
+        self.runtime = runtime
+        self.max_parallel = max_parallel
+
+    def tool_id(self) -> str:
+        """``agent_run``."""
+        return AGENT_RUN
+
+    def supports_parallel(self) -> bool:
+        """Native children may run concurrently."""
+        return True
+
+    async def delegate(self, request: DelegationRequest) -> ChildOutcome:
+        """Start the child on its own thread and run it to an end or a park."""
+        text = request.prompt
+        if request.context:
+            text = f"{text}\n\nContext:\n{to_json(request.context, indent=2).decode()}"
+        state = await self.runtime.run_child(request, text)
+        return ChildOutcome.of(state)
+
+    async def resume(
+        self, request: DelegationRequest, ticket: ResumeTicket, decision: Decision
+    ) -> ChildOutcome:
+        """Resume the waiting child with the decision made on the parent's ticket."""
+        state = await self.runtime.resume_child(request, ticket, decision)
+        return ChildOutcome.of(state)
+
+
+@dataclass(slots=True)
+class ChildRunner:
+    """A parent run's handle for starting children (given to tools and hooks)."""
+
+    service: RunDelegationService
+    parent: Any  # the parent AgentLoop; typed loosely to avoid an import cycle
+
+    def request(
+        self, agent_id: str, prompt: str, thread_id: str, **extra: Any
+    ) -> DelegationRequest:
+        """A request bound to the parent's identity, cancellation and event sink."""
+        loop = self.parent
+        return DelegationRequest(
+            agent_id=agent_id,
+            prompt=prompt,
+            parent_run_id=loop.run_id,
+            thread_id=thread_id,
+            profile_id=loop.binding.profile_id,
+            namespace=loop.binding.namespace,
+            cancel=loop.cancel.child(),
+            on_event=loop.emit,
+            inherited=loop.agent,
+            **extra,
+        )
+
+    def child_thread(self, key: str) -> str:
+        """The child thread id for ``key`` (a call id), linked to the parent thread."""
+        return f"{self.parent.binding.thread_id}/{key}"
+
+    def roll_up(self, outcome: ChildOutcome) -> None:
+        """Add a child's usage and cost to the parent run's totals."""
+        self.parent.add_usage(outcome.usage, outcome.cost)
+
+    async def run(
+        self,
+        agent_id: str,
+        prompt: str,
+        *,
+        key: str,
+        context: dict[str, Any] | None = None,
+    ) -> ChildOutcome:
+        """Run ``agent_id`` on ``prompt`` as a child; ``key`` names its thread."""
+        request = self.request(agent_id, prompt, self.child_thread(key), context=context)
+        outcome = await self.service.delegate(request)
+        self.roll_up(outcome)
+        return outcome
+
+    async def infer(self, request: InferenceRequest) -> InferenceResponse:
+        """One inference on the parent's own executor, outside its transcript.
+
+        For helpers that need the run's model but are not agents (e.g. the
+        built-in summarizer of the compact plugin): nothing is appended to any
+        thread, and the usage and cost roll up into the parent run (cancellation
+        is seen at the parent's next boundary).
+        """
+        loop = self.parent
+        response: InferenceResponse | None = None
+        async for item in loop.agent.executor.stream(request):
+            if isinstance(item, InferenceResponse):
+                response = item
+        if response is None:
+            raise RuntimeError("the provider's stream ended without a final response")
+        cost = request.model.cost(response.usage)
+        loop.add_usage(response.usage, cost if cost is not None else response.cost)
+        return response
+
+    async def resume(self, payload: dict[str, Any], decision: Decision) -> ChildOutcome:
+        """Continue a waiting child from the payload of the parent's DELEGATION ticket."""
+        ticket = ResumeTicket.model_validate(payload["child_ticket"])
+        request = self.request(payload["agent_id"], "", payload["child_thread_id"])
+        outcome = await self.service.resume(request, ticket, decision)
+        self.roll_up(outcome)
+        return outcome
+
+
+async def run_child_agent(
+    ctx: ToolCallContext,
+    agent_id: str,
+    prompt: str,
+    *,
+    context: dict[str, Any] | None = None,
+) -> ChildOutcome:
+    """Run another agent from inside a tool; the child is linked to the calling run.
+
+    Use it for typed parent/child state, your own status policy or streaming;
+    ``outcome.to_output()`` gives the default tool result (and parks the call
+    when the child waits).
+    """
+    if ctx.children is None:
+        raise RuntimeError("run_child_agent needs a tool call made by an awaken run")
+    return await ctx.children.run(agent_id, prompt, key=ctx.call_id, context=context)
+
+
+class DelegationTool:
+    """The ``agent_run`` tool of an agent with ``delegates``: its schema lists them."""
+
+    def __init__(self, delegates: list[str], service_tool_id: str = AGENT_RUN) -> None:
+        self.delegates = list(delegates)
+        self._descriptor = ToolDescriptor(
+            id=service_tool_id,
+            description=(
+                "Delegate a task to another agent and get its final answer. "
+                "Available agents: " + ", ".join(self.delegates) + "."
+            ),
+            parameters={
+                "type": "object",
+                "properties": {
+                    "agent_id": {"type": "string", "enum": self.delegates},
+                    "prompt": {"type": "string", "minLength": 1},
+                    "context": {"type": "object"},
+                },
+                "required": ["agent_id", "prompt"],
+                "additionalProperties": False,
+            },
+        )
+
+    @property
+    def descriptor(self) -> ToolDescriptor:
+        """The model-visible descriptor."""
+        return self._descriptor
+
+    async def call(self, args: dict[str, Any], ctx: ToolCallContext) -> ToolOutput:
+        """Validate the arguments and run the child."""
+        agent_id, prompt = args.get("agent_id"), args.get("prompt")
+        if agent_id not in self.delegates:
+            return ToolOutput.error(
+                f"Invalid arguments for tool '{self._descriptor.id}': field 'agent_id': "
+                f"{agent_id!r} is not one of the delegates ({', '.join(self.delegates)})"
+            )
+        if not isinstance(prompt, str) or not prompt.strip():
+            return ToolOutput.error(
+                f"Invalid arguments for tool '{self._descriptor.id}': field 'prompt' must be "
+                f"a non-blank string"
+            )
+        context = args.get("context")
+        extra = set(args) - {"agent_id", "prompt", "context"}
+        if extra or (context is not None and not isinstance(context, dict)):
+            return ToolOutput.error(
+                f"Invalid arguments for tool '{self._descriptor.id}': only agent_id, prompt "
+                f"and an object 'context' are accepted"
+            )
+        outcome = await run_child_agent(ctx, agent_id, prompt, context=context)
+        return outcome.to_output()

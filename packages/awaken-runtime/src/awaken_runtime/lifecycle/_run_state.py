@@ -1,0 +1,50 @@
+"""``RunState``: what ``Runtime.run`` returns."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..messages._message import Message
+from ..models._model import TokenUsage
+from ..state._engine import CommittedBatch, Scope, StoreKey
+from ..suspension._suspension import ResumeTicket
+from ._failures import EndCause, Phase
+
+__all__ = ["RunState"]
+
+
+class RunState(BaseModel):
+    """The outcome of one run (or of one leg of a suspended run).
+
+    ``new_messages`` are the messages this run checkpointed to the thread;
+    ``log`` is every batch the run committed (its audit trail); ``state`` the
+    final committed values of every scope the run saw.
+    """
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, defer_build=True)
+    run_id: str
+    thread_id: str
+    agent_id: str
+    phase: Phase
+    parent_run_id: str | None = None
+    end_cause: EndCause | None = None
+    final_text: str = ""
+    steps: int = 0
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    cost: float | None = None
+    new_messages: list[Message] = Field(default_factory=list)
+    log: list[CommittedBatch] = Field(default_factory=list)
+    state: dict[StoreKey, Any] = Field(default_factory=dict, exclude=True)
+    tickets: list[ResumeTicket] = Field(default_factory=list)
+    """For a ``WAITING`` run: one ticket per parked call."""
+
+    @property
+    def ticket(self) -> ResumeTicket | None:
+        """The first pending ticket, if the run is waiting."""
+        return self.tickets[0] if self.tickets else None
+
+    def value(self, key: str, scope: Scope = Scope.THREAD, default: Any = None) -> Any:
+        """A final committed state value."""
+        return self.state.get((scope, key), default)

@@ -1,0 +1,238 @@
+"""The append-only transcript, context policies, and copy-free message views."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Annotated, Literal, TypeAlias, overload
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+from ._message import Message
+
+__all__ = [
+    "ContextPolicy",
+    "HeadedView",
+    "JoinedView",
+    "KeepAll",
+    "KeepLast",
+    "MessageView",
+    "Transcript",
+]
+
+
+class KeepAll(BaseModel):
+    """Send the whole transcript to the model."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+    kind: Literal["keep_all"] = "keep_all"
+
+
+class KeepLast(BaseModel):
+    """Send at most the last ``keep_last`` messages (more if a tool exchange straddles the cut)."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+    kind: Literal["keep_last"] = "keep_last"
+    keep_last: int = Field(ge=1)
+
+
+def _coerce_policy(value: object) -> object:
+    # Config files may write `context_policy = "keep_all"` or `{keep_last = 20}`.
+    if value == "keep_all":
+        return {"kind": "keep_all"}
+    if isinstance(value, dict) and "kind" not in value and "keep_last" in value:
+        return {"kind": "keep_last", **value}
+    return value
+
+
+ContextPolicy: TypeAlias = Annotated[
+    KeepAll | KeepLast, Field(discriminator="kind"), BeforeValidator(_coerce_policy)
+]
+"""How the model-visible window of the transcript is bounded."""
+
+
+class MessageView(Sequence[Message]):
+    """A read-only window ``[start, stop)`` over a transcript, without copying."""
+
+    __slots__ = ("_items", "_start", "_stop")
+
+    def __init__(self, items: list[Message], start: int, stop: int) -> None:
+        self._items = items
+        self._start = start
+        self._stop = stop
+
+    def __len__(self) -> int:
+        return self._stop - self._start
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Message]: ...
+    def __getitem__(self, index: int | slice) -> Message | Sequence[Message]:
+        if isinstance(index, slice):
+            lo, hi, step = index.indices(len(self))
+            if step != 1:
+                return [self[i] for i in range(lo, hi, step)]
+            return MessageView(self._items, self._start + lo, self._start + max(lo, hi))
+        n = self._stop - self._start
+        if index < 0:
+            index += n
+        if not 0 <= index < n:
+            raise IndexError("message index out of range")
+        return self._items[self._start + index]
+
+    def __iter__(self) -> Iterator[Message]:
+        items = self._items
+        for i in range(self._start, self._stop):
+            yield items[i]
+
+    @property
+    def start(self) -> int:
+        """Index of the first message of the view in the transcript."""
+        return self._start
+
+
+class JoinedView(Sequence[Message]):
+    """A read-only message sequence joined from parts, without copying.
+
+    Holds the length and the indexing rules (negative indexes, bounds, slices
+    as lists); a subclass sets ``_len`` and finds message ``index`` in ``_at``.
+    """
+
+    __slots__ = ("_len",)
+    _len: int
+
+    def __len__(self) -> int:
+        return self._len
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Message]: ...
+    def __getitem__(self, index: int | slice) -> Message | Sequence[Message]:
+        if isinstance(index, slice):
+            return [self._at(i) for i in range(*index.indices(self._len))]
+        if index < 0:
+            index += self._len
+        if not 0 <= index < self._len:
+            raise IndexError("message index out of range")
+        return self._at(index)
+
+    def _at(self, index: int) -> Message:
+        """Message ``index``, with ``0 <= index < len(self)``."""
+        raise NotImplementedError
+
+
+class HeadedView(JoinedView):
+    """``head`` followed by the first ``stop`` transcript messages, without copying.
+
+    The messages of a request without context entries (the system prompt, then
+    the whole transcript): one small object per step instead of a chain of views.
+    """
+
+    __slots__ = ("_head", "_items", "_split")
+
+    def __init__(self, head: Sequence[Message], items: list[Message], stop: int) -> None:
+        self._head = head
+        self._items = items
+        self._split = len(head)
+        self._len = self._split + stop
+
+    def _at(self, index: int) -> Message:
+        if index < self._split:
+            return self._head[index]
+        return self._items[index - self._split]
+
+    def __iter__(self) -> Iterator[Message]:
+        yield from self._head
+        items = self._items
+        for i in range(self._len - self._split):
+            yield items[i]
+
+
+class Transcript:
+    """The append-only message history of a thread, as seen by one run.
+
+    ``committed`` counts the messages the thread store already holds; the loop
+    hands the rest to the store at each checkpoint.
+    """
+
+    __slots__ = ("_ids", "_items", "_last_user", "committed")
+
+    def __init__(self, messages: Sequence[Message] = ()) -> None:
+        self._items: list[Message] = list(messages)
+        self._ids: dict[str, int] | None = None  # built on first index_of()
+        self.committed = len(self._items)
+        self._last_user = self._find_last_user()
+
+    def _find_last_user(self) -> int:
+        for i in range(len(self._items) - 1, -1, -1):
+            if self._items[i].role == "user":
+                return i
+        return -1
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def append(self, message: Message) -> None:
+        """Add a message at the end. Nothing is ever removed or rewritten."""
+        if message.role == "user":
+            self._last_user = len(self._items)
+        if self._ids is not None:
+            self._ids[message.id] = len(self._items)
+        self._items.append(message)
+
+    @property
+    def last_user_index(self) -> int:
+        """Index of the newest user message, or -1."""
+        return self._last_user
+
+    def view(self, start: int = 0, stop: int | None = None) -> MessageView:
+        """A copy-free view of ``[start, stop)``."""
+        return MessageView(self._items, start, len(self._items) if stop is None else stop)
+
+    def headed(self, head: Sequence[Message]) -> HeadedView:
+        """``head`` followed by the whole transcript as it is now, copy-free."""
+        return HeadedView(head, self._items, len(self._items))
+
+    def uncommitted(self) -> list[Message]:
+        """Messages appended since the last checkpoint."""
+        return self._items[self.committed :]
+
+    def index_of(self, message_id: str) -> int | None:
+        """Position of a message by id (the index is built on first use)."""
+        if self._ids is None:
+            self._ids = {m.id: i for i, m in enumerate(self._items)}
+        return self._ids.get(message_id)
+
+    def rollback(self) -> None:
+        """Drop messages appended since the last checkpoint (a step that did not finish)."""
+        if self._ids is not None:
+            for message in self._items[self.committed :]:
+                self._ids.pop(message.id, None)
+        del self._items[self.committed :]
+        self._last_user = self._find_last_user()
+
+    def mark_committed(self) -> None:
+        """Record that every current message is now held by the store."""
+        self.committed = len(self._items)
+
+    def window_start(self, policy: KeepAll | KeepLast, after_id: str | None = None) -> int:
+        """First index the policy keeps, moved back so no tool result loses its call.
+
+        ``after_id`` (a request-window override) starts the window after that
+        message when that is later than the policy's start.
+        """
+        items = self._items
+        start = 0 if isinstance(policy, KeepAll) else max(0, len(items) - policy.keep_last)
+        if after_id is not None:
+            cut = self.index_of(after_id)
+            if cut is not None:
+                start = max(start, min(cut + 1, len(items)))
+        # A tool result needs the assistant message that issued the call.
+        while 0 < start < len(items) and items[start].role == "tool":
+            start -= 1
+        return start
+
+    def window(self, policy: KeepAll | KeepLast, after_id: str | None = None) -> MessageView:
+        """The model-visible window under ``policy`` (and an optional override)."""
+        return self.view(self.window_start(policy, after_id))

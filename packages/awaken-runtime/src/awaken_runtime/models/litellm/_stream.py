@@ -1,0 +1,136 @@
+"""Assembling litellm's streamed chunks into deltas and one ``InferenceResponse``.
+
+Chunks follow OpenAI's ``chat.completion.chunk`` shape (litellm normalizes
+every provider to it): ``choices[].delta`` carries ``content``,
+``reasoning_content`` and ``tool_calls`` fragments (``index``, ``id``,
+``function.name``, ``function.arguments`` pieces); the last chunk may carry
+``usage``. Objects or plain dicts are both accepted.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ...messages._message import ToolCall, _parse_arguments
+from .._model import InferenceResponse, StreamDelta, TokenUsage
+
+__all__ = ["StreamAssembler"]
+
+
+class StreamAssembler:
+    """Feed chunks in order; :meth:`response` builds the final answer."""
+
+    __slots__ = ("_calls", "_finish", "_reasoning", "_text", "_usage")
+
+    def __init__(self) -> None:
+        self._text: list[str] = []
+        self._reasoning: list[str] = []
+        self._calls: dict[int, _Call] = {}
+        self._usage: Any = None
+        self._finish: str | None = None
+
+    def feed(self, chunk: Any) -> list[StreamDelta]:
+        """Take one chunk; return the deltas to stream now."""
+        out: list[StreamDelta] = []
+        usage = _get(chunk, "usage")
+        if usage:
+            self._usage = usage
+        for choice in _get(chunk, "choices") or ():
+            self._finish = _get(choice, "finish_reason") or self._finish
+            delta = _get(choice, "delta")
+            if delta is None:
+                continue
+            piece = _get(delta, "reasoning_content")
+            if piece:
+                self._reasoning.append(piece)
+                out.append(StreamDelta(text=piece, channel="reasoning"))
+            piece = _get(delta, "content")
+            if piece:
+                self._text.append(piece)
+                out.append(StreamDelta(text=piece))
+            for fragment in _get(delta, "tool_calls") or ():
+                _merge_fragment(self._calls, fragment)
+        return out
+
+    def response(self) -> InferenceResponse:
+        """The complete answer: text, reasoning, parsed tool calls, usage, finish reason."""
+        calls = [_finish_call(self._calls[i]) for i in sorted(self._calls)]
+        return InferenceResponse(
+            text="".join(self._text),
+            reasoning="".join(self._reasoning),
+            tool_calls=calls,
+            usage=_usage(self._usage),
+            finish_reason=self._finish or ("tool_calls" if calls else "stop"),
+        )
+
+
+class _Call:
+    """A tool call being assembled from streamed fragments."""
+
+    __slots__ = ("arguments", "id", "name")
+
+    def __init__(self) -> None:
+        self.id = ""
+        self.name = ""
+        self.arguments: list[str] = []
+
+
+def _get(obj: Any, name: str) -> Any:
+    if obj is None:
+        return None
+    if isinstance(obj, dict):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
+def _usage(raw: Any) -> TokenUsage:
+    prompt = _get(raw, "prompt_tokens") or 0
+    completion = _get(raw, "completion_tokens") or 0
+    cached = _get(_get(raw, "prompt_tokens_details"), "cached_tokens")
+    if not cached:
+        cached = _get(raw, "cache_read_input_tokens")  # Anthropic's name
+    reasoning = _get(_get(raw, "completion_tokens_details"), "reasoning_tokens")
+    return TokenUsage(
+        prompt_tokens=int(prompt),
+        completion_tokens=int(completion),
+        cached_tokens=int(cached or 0),
+        reasoning_tokens=int(reasoning or 0),
+    )
+
+
+def _merge_fragment(calls: dict[int, _Call], fragment: Any) -> None:
+    index = _get(fragment, "index")
+    call_id = _get(fragment, "id")
+    if not isinstance(index, int):
+        # Some providers omit the index: a new id starts a new call, else continue the last.
+        known = [i for i, c in calls.items() if call_id and c.id == call_id]
+        if known:
+            index = known[0]
+        elif call_id or not calls:
+            index = len(calls)
+        else:
+            index = max(calls)
+    call = calls.get(index)
+    if call is None:
+        call = calls[index] = _Call()
+    if call_id and not call.id:
+        call.id = call_id
+    function = _get(fragment, "function")
+    name = _get(function, "name")
+    if name and not call.name:
+        call.name = name
+    arguments = _get(function, "arguments")
+    if arguments:
+        call.arguments.append(arguments)
+
+
+def _finish_call(call: _Call) -> ToolCall:
+    raw = "".join(call.arguments)
+    arguments, error = _parse_arguments(raw)
+    return ToolCall(
+        id=call.id or f"call_{os.urandom(8).hex()}",
+        name=call.name,
+        arguments=arguments,
+        parse_error=error,
+    )

@@ -1,0 +1,171 @@
+"""Request-only context injection and tool-visibility narrowing.
+
+A ``BEFORE_INFERENCE`` hook injects context by staging a write to the
+:data:`CONTEXT_MESSAGES` run-scope key (use :func:`inject`). Entries are keyed,
+so two plugins never duplicate each other; the loop places them into the next
+request only, ordered by ``(band, priority, key)``, and clears the key once the
+request is sent. They never reach the transcript.
+
+Tool narrowing works the same way through :data:`TOOL_FILTER`: each plugin
+writes its own entry (use :class:`ToolFilter`), the loop intersects every entry
+with the agent's tools for the request, and a call to a tool the request did
+not show is blocked. Nothing here can add a tool the agent does not have.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..state._engine import Command, MergePolicy, Scope
+
+__all__ = [
+    "CONTEXT_MESSAGES",
+    "INFERENCE_PARAMS",
+    "REQUEST_WINDOW",
+    "REQUEST_WINDOW_FIELDS",
+    "TOOL_FILTER",
+    "Band",
+    "ContextMessage",
+    "ToolFilter",
+    "inject",
+    "override_params",
+    "start_window_after",
+]
+
+CONTEXT_MESSAGES = "awaken.context_messages"
+"""Run-scope COMMUTATIVE key: ``{entry key: ContextMessage data}``."""
+
+TOOL_FILTER = "awaken.tool_filter"
+"""Run-scope COMMUTATIVE key: ``{plugin id: ToolFilter data}``."""
+
+INFERENCE_PARAMS = "awaken.inference_params"
+"""Run-scope COMMUTATIVE key: ``{field: value}`` overriding the agent's
+``InferenceParams`` for the next request (last writer per field wins; ``None``
+restores the provider default). Write it with :func:`override_params`."""
+
+REQUEST_WINDOW = "awaken.request_window"
+"""Run-scope key: ``{"start_after_message_id": id}`` drops that message and
+everything before it from the next request (request-only; the transcript is
+untouched). Write it with :func:`start_window_after`. An optional
+``"replace_content": {message_id: text}`` sends those *tool results* with the
+given text in the next request (e.g. a cut oversized result)."""
+
+REQUEST_WINDOW_FIELDS = frozenset({"start_after_message_id", "replace_content"})
+"""The request-window fields this core honours (a feature probe for plugins)."""
+
+
+class Band(enum.StrEnum):
+    """Where a context message lands in the request."""
+
+    SYSTEM = "system"
+    """Joined into the system prompt."""
+    SESSION = "session"
+    """Right after the system prompt."""
+    CONVERSATION = "conversation"
+    """Just before the newest user message."""
+    SUFFIX = "suffix"
+    """After everything else."""
+
+
+BAND_ORDER = {Band.SYSTEM: 0, Band.SESSION: 1, Band.CONVERSATION: 2, Band.SUFFIX: 3}
+
+
+class ContextMessage(BaseModel):
+    """One keyed piece of request-only context.
+
+    ``cooldown_steps`` throttles re-injection: after the entry is placed into a
+    request, writes of the same key are ignored for that many further steps.
+    """
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+    key: str = Field(min_length=1)
+    band: Band
+    content: str
+    priority: int = 0
+    cooldown_steps: int = Field(default=0, ge=0)
+    role: Literal["system", "user"] = "system"
+
+
+def inject(*messages: ContextMessage) -> Command:
+    """The command that adds ``messages`` to the next request's context."""
+    return Command.set(
+        CONTEXT_MESSAGES,
+        {m.key: m.model_dump(mode="json") for m in messages},
+        scope=Scope.RUN,
+        merge=MergePolicy.COMMUTATIVE,
+    )
+
+
+def override_params(**fields: Any) -> Command:
+    """The command overriding inference parameters for the next request only.
+
+    Fields are those of ``InferenceParams`` (temperature, max_output_tokens,
+    top_p, reasoning_effort, stop); the plugin's bound must list them in
+    ``CapabilityBound.inference_params``.
+    """
+    from ..models._model import InferenceParams
+
+    unknown = set(fields) - set(InferenceParams.model_fields)
+    if unknown:
+        raise ValueError(
+            f"unknown inference parameter(s) {', '.join(sorted(unknown))}; valid: "
+            f"{', '.join(InferenceParams.model_fields)}"
+        )
+    checked = InferenceParams.model_validate(fields).model_dump(mode="json")
+    return Command.set(
+        INFERENCE_PARAMS,
+        {name: checked[name] for name in fields},
+        scope=Scope.RUN,
+        merge=MergePolicy.COMMUTATIVE,
+    )
+
+
+def start_window_after(message_id: str) -> Command:
+    """The command that makes the next request start after ``message_id``.
+
+    Compaction uses it to replace a summarized prefix with its summary. The
+    loop never splits a tool call from its results: if the cut would, the
+    window starts earlier. The agent's context policy still applies; the
+    later of the two starts wins. Needs ``CapabilityBound.narrows_window``.
+    """
+    return Command.set(REQUEST_WINDOW, {"start_after_message_id": message_id}, scope=Scope.RUN)
+
+
+class ToolFilter(BaseModel):
+    """One plugin's narrowing of the tools the next request shows.
+
+    ``only``: if set, the plugin allows just these tool ids. ``hide``: tool ids
+    the plugin hides. Filters of several plugins intersect.
+    """
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+    only: frozenset[str] | None = None
+    hide: frozenset[str] = frozenset()
+
+    def command(self, plugin_id: str) -> Command:
+        """The command that installs this filter as ``plugin_id``'s entry."""
+        data: dict[str, Any] = {
+            "only": sorted(self.only) if self.only is not None else None,
+            "hide": sorted(self.hide),
+        }
+        return Command.set(
+            TOOL_FILTER, {plugin_id: data}, scope=Scope.RUN, merge=MergePolicy.COMMUTATIVE
+        )
+
+
+def visible_tools(agent_tools: Iterable[str], filters: dict[str, Any] | None) -> list[str]:
+    """Agent tool ids that every filter lets through, in the agent's order."""
+    ids = list(agent_tools)
+    if not filters:
+        return ids
+    allowed = set(ids)
+    for entry in filters.values():
+        only = entry.get("only")
+        if only is not None:
+            allowed.intersection_update(only)
+        allowed.difference_update(entry.get("hide", ()))
+    return [i for i in ids if i in allowed]

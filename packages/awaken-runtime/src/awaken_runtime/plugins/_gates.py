@@ -1,0 +1,104 @@
+"""Tool gate decisions, await reasons and run-end guard decisions."""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+from typing import Any, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..messages._message import Message
+from ..state._effects import Effect
+from ..tools._tool import ToolOutput
+
+__all__ = [
+    "AwaitReason",
+    "Block",
+    "Complete",
+    "GateDecision",
+    "RunEndDecision",
+    "Schedule",
+    "ShortCircuit",
+    "Steer",
+    "Suspend",
+    "strongest",
+]
+
+
+class AwaitReason(enum.StrEnum):
+    """Why a run is waiting."""
+
+    TOOL_PERMISSION = "tool_permission"
+    USER_INPUT = "user_input"
+    EXTERNAL_EVENT = "external_event"
+    RATE_LIMIT = "rate_limit"
+    MANUAL_PAUSE = "manual_pause"
+    SCHEDULED_ACTION = "scheduled_action"
+    DELEGATION = "delegation"
+
+
+class _Decision(BaseModel):
+    model_config = ConfigDict(frozen=True, defer_build=True)
+    rank: int = Field(default=0, exclude=True)
+    effects: list[Effect] = Field(default_factory=list)
+    """Side effects to run once the call's outcome is committed."""
+
+
+class Block(_Decision):
+    """Refuse the call; the model sees ``reason`` as an error result."""
+
+    rank: int = Field(default=4, exclude=True)
+    reason: str
+
+
+class Suspend(_Decision):
+    """Park the call until a human or another system decides."""
+
+    rank: int = Field(default=3, exclude=True)
+    await_reason: AwaitReason
+    payload: dict[str, Any] = Field(default_factory=dict)
+
+
+class ShortCircuit(_Decision):
+    """Skip the tool and use ``output`` as its result."""
+
+    rank: int = Field(default=2, exclude=True)
+    output: ToolOutput
+
+
+class Schedule(_Decision):
+    """Park the call until ``at``."""
+
+    rank: int = Field(default=1, exclude=True)
+    at: datetime
+
+
+GateDecision: TypeAlias = Block | Suspend | ShortCircuit | Schedule
+"""What a gate may decide; ``None`` (no decision) allows the call."""
+
+
+def strongest(decisions: list[GateDecision | None]) -> GateDecision | None:
+    """The winning decision: Block > Suspend > ShortCircuit > Schedule; first wins ties."""
+    best: GateDecision | None = None
+    for decision in decisions:
+        if decision is not None and (best is None or decision.rank > best.rank):
+            best = decision
+    return best
+
+
+class Complete(BaseModel):
+    """Let the run end."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+
+class Steer(BaseModel):
+    """Keep going: ``message`` becomes a new user turn and the loop takes another step."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+    message: str | Message
+
+
+RunEndDecision: TypeAlias = Complete | Steer
+"""What a run-end guard decides."""

@@ -1,0 +1,164 @@
+"""Assembling one inference request from the transcript window and context entries.
+
+Nothing here copies the transcript: the request's messages are a chain of
+read-only segments (system prompt, session band, window before the newest
+user turn, conversation band, the rest of the window, suffix band), so the
+cost of a request does not grow with the thread.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from typing import Any, overload
+
+from pydantic import ValidationError
+
+from ..messages._message import Message
+from ..messages._transcript import JoinedView, MessageView
+from ..plugins._context import BAND_ORDER, Band, ContextMessage
+
+__all__ = ["ChainView", "ReplacedContent", "RequestAssembler"]
+
+log = logging.getLogger("awaken_runtime")
+
+
+class ChainView(JoinedView):
+    """A read-only concatenation of message sequences."""
+
+    __slots__ = ("_segments",)
+
+    def __init__(self, segments: Sequence[Sequence[Message]]) -> None:
+        kept: list[Sequence[Message]] = []
+        total = 0
+        for segment in segments:  # a plain loop: built once per request, every step
+            n = len(segment)
+            if n:
+                kept.append(segment)
+                total += n
+        self._segments = kept
+        self._len = total
+
+    def _at(self, index: int) -> Message:
+        for segment in self._segments:
+            n = len(segment)
+            if index < n:
+                return segment[index]
+            index -= n
+        raise IndexError("message index out of range")  # pragma: no cover
+
+    def __iter__(self) -> Iterator[Message]:
+        for segment in self._segments:
+            yield from segment
+
+
+class ReplacedContent(Sequence[Message]):
+    """``messages`` with the content of some tool results replaced (copy-free).
+
+    Only ``role == "tool"`` messages are replaced; other ids are ignored, so a
+    plugin can shorten a tool result for one request but never rewrite what the
+    user or the model said.
+    """
+
+    __slots__ = ("_inner", "_replace", "_swapped")
+
+    def __init__(self, inner: Sequence[Message], replace: dict[str, str]) -> None:
+        self._inner = inner
+        self._replace = replace
+        self._swapped: dict[str, Message] = {}
+
+    def _swap(self, message: Message) -> Message:
+        text = self._replace.get(message.id)
+        if text is None or message.role != "tool" or not isinstance(text, str):
+            return message
+        found = self._swapped.get(message.id)
+        if found is None:
+            found = self._swapped[message.id] = message.model_copy(update={"content": text})
+        return found
+
+    def __len__(self) -> int:
+        return len(self._inner)
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Message]: ...
+    def __getitem__(self, index: int | slice) -> Message | Sequence[Message]:
+        if isinstance(index, slice):
+            return [self._swap(m) for m in self._inner[index]]
+        return self._swap(self._inner[index])
+
+    def __iter__(self) -> Iterator[Message]:
+        for message in self._inner:
+            yield self._swap(message)
+
+
+class RequestAssembler:
+    """Builds request message sequences for one run, applying context cooldowns."""
+
+    __slots__ = ("_base_system", "_instructions", "_last_injected")
+
+    def __init__(self, instructions: str) -> None:
+        self._instructions = instructions
+        self._base_system = [Message.system(instructions)] if instructions else []
+        self._last_injected: dict[str, int] = {}
+
+    def entries(self, raw: dict[str, Any] | None, step: int) -> list[ContextMessage]:
+        """Context entries due at ``step``, sorted by (band, priority, key)."""
+        if not raw:
+            return []
+        due: list[ContextMessage] = []
+        for key, data in raw.items():
+            try:
+                entry = ContextMessage.model_validate(data)
+            except ValidationError as exc:
+                log.warning("dropping malformed context message %r: %s", key, exc)
+                continue
+            if entry.cooldown_steps:
+                last = self._last_injected.get(entry.key)
+                if last is not None and step - last <= entry.cooldown_steps:
+                    continue
+                self._last_injected[entry.key] = step
+            due.append(entry)
+        due.sort(key=lambda e: (BAND_ORDER[e.band], e.priority, e.key))
+        return due
+
+    @property
+    def head(self) -> list[Message]:
+        """The system prompt as a message list (empty without instructions)."""
+        return self._base_system
+
+    def messages(
+        self, window: MessageView, last_user: int, entries: list[ContextMessage]
+    ) -> Sequence[Message]:
+        """The request's messages for ``window`` plus ``entries``.
+
+        ``last_user`` is the transcript index of the newest user message.
+        """
+        if not entries:
+            if not self._base_system:
+                return window
+            return ChainView([self._base_system, window])
+        bands: dict[Band, list[ContextMessage]] = {b: [] for b in Band}
+        for entry in entries:
+            bands[entry.band].append(entry)
+        system_parts = [self._instructions] if self._instructions else []
+        system_parts.extend(e.content for e in bands[Band.SYSTEM])
+        head = [Message.system("\n\n".join(system_parts))] if system_parts else []
+        head.extend(_as_message(e) for e in bands[Band.SESSION])
+        conversation = [_as_message(e) for e in bands[Band.CONVERSATION]]
+        suffix = [_as_message(e) for e in bands[Band.SUFFIX]]
+        split = last_user - window.start
+        if conversation and 0 <= split <= len(window):
+            before, after = window[:split], window[split:]
+        else:
+            before, after = window, []
+        return ChainView([head, before, conversation, after, suffix])
+
+
+def _as_message(entry: ContextMessage) -> Message:
+    return Message(
+        role=entry.role,
+        content=entry.content,
+        metadata={"context_key": entry.key, "band": entry.band.value},
+    )

@@ -1,0 +1,148 @@
+"""Declarative stop conditions, evaluated at every StepEnd.
+
+``AgentConfig.stop`` holds the limits; :class:`StopTracker` keeps the few
+running figures they need (O(1) per tool call) and names the first condition
+that fires, with its numbers. The run then ends ``Stopped(reason)``.
+Plugins add conditions of their own through ``Contributions.stop_conditions``.
+
+The figures are per run leg: after a suspend/resume the timeout, error streak
+and loop window start afresh.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections import Counter, deque
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+if TYPE_CHECKING:
+    from ..messages._message import ToolCall
+    from ..plugins._plugin import PhaseContext
+
+__all__ = ["LoopDetection", "StopConditionHook", "StopConfig", "StopTracker"]
+
+StopConditionHook: TypeAlias = Callable[["PhaseContext"], "str | Awaitable[str | None] | None"]
+"""A plugin's stop condition: return a reason to stop, or ``None``."""
+
+
+class LoopDetection(BaseModel):
+    """Stop when one tool gets the same arguments ``repeats`` times within ``window`` calls."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+    repeats: int = Field(default=3, ge=2)
+    window: int = Field(default=10, ge=2)
+
+
+class StopConfig(BaseModel):
+    """Limits that end a run with ``Stopped``; every field is optional."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+    timeout_s: float | None = Field(default=None, gt=0)
+    max_total_tokens: int | None = Field(default=None, ge=1)
+    max_cost_usd: float | None = Field(default=None, gt=0)
+    max_consecutive_tool_errors: int | None = Field(default=None, ge=1)
+    stop_on_tools: list[str] = Field(default_factory=list)
+    stop_on_text: str | None = None
+    """A regular expression searched in the model's text of each step."""
+    loop_detection: LoopDetection | None = None
+
+    @field_validator("stop_on_text")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"stop_on_text is not a valid regular expression: {exc}") from None
+        return value
+
+    @property
+    def empty(self) -> bool:
+        """Whether no condition is set (the tracker can be skipped)."""
+        # Serialization knows the defaults; much cheaper than inspecting them.
+        return not self.model_dump(exclude_defaults=True)
+
+
+_clock = time.monotonic  # module attribute so tests can substitute a clock
+
+
+class StopTracker:
+    """Running figures for one run leg and the check at StepEnd."""
+
+    __slots__ = (
+        "_calls",
+        "_config",
+        "_error_streak",
+        "_pattern",
+        "_started",
+        "_step_text",
+        "_step_tools",
+    )
+
+    def __init__(self, config: StopConfig) -> None:
+        self._config = config
+        self._pattern = re.compile(config.stop_on_text) if config.stop_on_text else None
+        self._started = _clock()
+        self._error_streak = 0
+        window = config.loop_detection.window if config.loop_detection else 1
+        self._calls: deque[str] = deque(maxlen=window)
+        self._step_tools: list[str] = []
+        self._step_text = ""
+
+    def start_step(self) -> None:
+        """Forget the previous step's tools and text."""
+        self._step_tools = []
+        self._step_text = ""
+
+    def on_text(self, text: str) -> None:
+        """Record the model's text of this step."""
+        self._step_text = text
+
+    def on_tool(self, call: ToolCall, is_error: bool) -> None:
+        """Record one finished tool call."""
+        self._step_tools.append(call.name)
+        self._error_streak = self._error_streak + 1 if is_error else 0
+        if self._config.loop_detection is not None:
+            args = json.dumps(call.arguments, sort_keys=True, default=str)
+            self._calls.append(f"{call.name}\x00{args}")
+
+    def check(self, total_tokens: int, cost: float | None) -> str | None:
+        """The reason of the first condition that fires, or ``None``."""
+        c = self._config
+        if c.timeout_s is not None:
+            elapsed = _clock() - self._started
+            if elapsed >= c.timeout_s:
+                return f"timeout: ran {elapsed:.2f}s, limit {c.timeout_s:g}s"
+        if c.max_total_tokens is not None and total_tokens >= c.max_total_tokens:
+            return f"token budget: used {total_tokens} tokens, limit {c.max_total_tokens}"
+        if c.max_cost_usd is not None and cost is not None and cost >= c.max_cost_usd:
+            return f"cost budget: spent ${cost:.6f}, limit ${c.max_cost_usd:g}"
+        limit = c.max_consecutive_tool_errors
+        if limit is not None and self._error_streak >= limit:
+            return f"consecutive tool errors: {self._error_streak} in a row, limit {limit}"
+        for name in self._step_tools:
+            if name in c.stop_on_tools:
+                return f"stop on tool: the model called {name!r}"
+        if self._pattern is not None and self._step_text:
+            match = self._pattern.search(self._step_text)
+            if match:
+                return f"text match: {match.group(0)!r} matched /{self._pattern.pattern}/"
+        return self._loop_reason()
+
+    def _loop_reason(self) -> str | None:
+        loop = self._config.loop_detection
+        if loop is None or len(self._calls) < loop.repeats:
+            return None
+        signature, count = Counter(self._calls).most_common(1)[0]
+        if count >= loop.repeats:
+            name = signature.split("\x00", 1)[0]
+            return (
+                f"loop detected: {name!r} called {count} times with the same arguments "
+                f"within the last {len(self._calls)} calls (limit {loop.repeats})"
+            )
+        return None

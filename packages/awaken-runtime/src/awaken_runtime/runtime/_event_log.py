@@ -1,0 +1,59 @@
+"""Writing streamed events to the store's per-run event log (resumable streams).
+
+``Runtime.stream`` hands every event it yields to an :class:`EventLog`. Events
+are buffered per run and appended to the store at each ``StepEnd`` and
+``RunFinish``, so the log costs one write per step, not one per token, and a
+crash loses at most the events of the step in flight. A client that
+reconnects reads what it missed with ``Runtime.read_events(run_id, after)``.
+Stores without an event log (no ``append_events``) are simply not written.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..lifecycle._events import AgentEvent, RunFinish, StepEnd
+
+__all__ = ["EventLog", "has_event_log"]
+
+_SUPPORT: dict[type[Any], bool] = {}
+
+
+def has_event_log(store: Any) -> bool:
+    """Whether ``store`` implements the event-log half of ``StreamCheckpointStore``."""
+    kind = type(store)
+    known = _SUPPORT.get(kind)
+    if known is None:
+        known = _SUPPORT[kind] = callable(getattr(kind, "append_events", None)) and callable(
+            getattr(kind, "read_events", None)
+        )
+    return known
+
+
+class EventLog:
+    """Buffers events per run and appends them at step boundaries."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store if has_event_log(store) else None
+        self._pending: dict[str, list[Any]] = {}
+
+    async def add(self, event: AgentEvent) -> None:
+        """Record ``event``; write its run's buffer if it closes a step or the run."""
+        if self._store is None:
+            return
+        from ..stores import StreamEvent
+
+        self._pending.setdefault(event.run_id, []).append(
+            StreamEvent(seq=event.seq, data=event.model_dump(mode="json"))
+        )
+        if isinstance(event, (StepEnd, RunFinish)):
+            await self.flush(event.run_id)
+
+    async def flush(self, run_id: str | None = None) -> None:
+        """Append what is buffered (for one run, or for all)."""
+        if self._store is None:
+            return
+        for rid in [run_id] if run_id is not None else list(self._pending):
+            events = self._pending.pop(rid, None)
+            if events:
+                await self._store.append_events(rid, events)

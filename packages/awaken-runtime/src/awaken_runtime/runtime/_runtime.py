@@ -1,0 +1,479 @@
+"""``Runtime``: resolve agents, run them, and resume runs that wait for decisions."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from .._errors import AgentConfigError, VersionConflict
+from ..agents._resolve import ExecutableAgentSnapshot, Registries, ResolvedAgent, resolve_agent
+from ..delegation._delegation import (
+    ChildRunner,
+    DelegationRequest,
+    NativeDelegationService,
+    RunDelegationService,
+)
+from ..lifecycle._events import AgentEvent, RunFinish, event_adapter
+from ..lifecycle._failures import Phase
+from ..lifecycle._run_state import RunState
+from ..messages._message import Message, new_id
+from ..plugins._discovery import Discovery
+from ..run._loop import AgentLoop
+from ..stores._lease import hold_lease
+from ..stores._memory import InMemoryStore
+from ..stores._thread_store import ScopeBinding, ThreadStore
+from ..suspension._suspension import (
+    Approve,
+    Decision,
+    Deny,
+    ParkedRun,
+    Replay,
+    Respond,
+    ResumeRejected,
+    ResumeTicket,
+    ThreadBusy,
+    decision_adapter,
+)
+from ..tools._cancel import CancellationToken
+from ._event_log import EventLog, has_event_log
+
+__all__ = ["OnAwait", "RunInput", "Runtime"]
+
+RunInput = str | Message | Sequence[Message]
+"""A run's input: a user text, one message, or several messages."""
+
+OnAwait = Callable[[ResumeTicket], "Decision | Awaitable[Decision | None] | None"]
+"""Answers one ticket for :meth:`Runtime.run_to_completion`; ``None`` leaves it waiting."""
+
+TicketLike = ResumeTicket | dict[str, Any] | str
+EventSink = Callable[[AgentEvent], None]
+
+
+def _input_messages(value: RunInput) -> list[Message]:
+    if isinstance(value, str):
+        return [Message.user(value)]
+    if isinstance(value, Message):
+        return [value]
+    return list(value)
+
+
+def _parse_ticket(value: TicketLike) -> ResumeTicket:
+    try:
+        if isinstance(value, ResumeTicket):
+            return value
+        if isinstance(value, str):
+            return ResumeTicket.model_validate_json(value)
+        return ResumeTicket.model_validate(value)
+    except ValidationError as exc:
+        raise ResumeRejected(f"malformed ticket: {exc.errors()[0]['msg']}") from None
+
+
+def _parse_decision(value: Any) -> Decision:
+    if isinstance(value, (Approve, Deny, Respond, Replay)):
+        return value
+    try:
+        if isinstance(value, (str, bytes)):
+            return decision_adapter.validate_json(value)
+        return decision_adapter.validate_python(value)
+    except ValidationError as exc:
+        raise ResumeRejected(
+            f"malformed decision {value!r}: {exc.errors()[0]['msg']}; give Approve(), "
+            f"Deny(reason), Respond(value) or Replay(arguments)"
+        ) from None
+
+
+class Runtime:
+    """Resolves agents against fixed registries and runs them over threads.
+
+    Build one with ``AgentRuntimeBuilder``. Resolution is cached per agent id
+    (the registries never change after ``build``), so a run pays only for the
+    loop. A run that parks tool calls returns a ``WAITING`` state with one
+    ticket per call; :meth:`resume` continues it, in this process or any other
+    that shares the store.
+    """
+
+    def __init__(
+        self,
+        registries: Registries,
+        *,
+        store: ThreadStore | None = None,
+        discovery: Discovery | None = None,
+        ticket_secret: bytes | None = None,
+        delegation: RunDelegationService | None = None,
+    ) -> None:
+        self.registries = registries
+        self.store: ThreadStore = store if store is not None else InMemoryStore()
+        self.discovery = discovery
+        self.ticket_secret = ticket_secret
+        self._resolved: dict[str, ResolvedAgent] = {}
+        # Weak: a lock lives while a run holds it, so many threads do not pile up.
+        self._thread_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
+            weakref.WeakValueDictionary()
+        )
+        self.delegation: RunDelegationService = (
+            delegation if delegation is not None else NativeDelegationService(self)
+        )
+
+    # -- resolution --------------------------------------------------------------
+
+    def resolve(self, agent_id: str) -> ExecutableAgentSnapshot:
+        """The serializable snapshot of ``agent_id`` (raises on unknown ids or bad config)."""
+        return self._agent(agent_id).snapshot
+
+    def _agent(self, agent: str | ExecutableAgentSnapshot) -> ResolvedAgent:
+        if isinstance(agent, ExecutableAgentSnapshot):
+            resolved = self._agent(agent.config.id)
+            if resolved.snapshot.fingerprint != agent.fingerprint:
+                raise AgentConfigError(
+                    f"snapshot of agent {agent.config.id!r} has fingerprint "
+                    f"{agent.fingerprint[:12]}…, but the registries now resolve it to "
+                    f"{resolved.snapshot.fingerprint[:12]}…; resolve the agent again"
+                )
+            return resolved
+        found = self._resolved.get(agent)
+        if found is None:
+            found = resolve_agent(self.registries, agent, self.delegation.tool_id())
+            self._resolved[agent] = found
+        return found
+
+    def _new_loop(
+        self,
+        resolved: ResolvedAgent,
+        binding: ScopeBinding,
+        run_id: str,
+        cancel: CancellationToken | None,
+        emit: EventSink | None,
+    ) -> AgentLoop:
+        loop = AgentLoop(resolved, self.store, binding, run_id, cancel=cancel, emit=emit)
+        loop.ticket_secret = self.ticket_secret
+        loop.children = ChildRunner(self.delegation, loop)
+        loop.cancel_child = self._cancel_child
+        loop.delegation_tool_id = self.delegation.tool_id()
+        if self.delegation.supports_parallel():
+            loop.parallel_limit = max(1, int(getattr(self.delegation, "max_parallel", 4)))
+        for plugin_id, source in resolved.dynamic_tools:
+            for extra in source():
+                tid = extra.descriptor.id
+                if tid in loop.tools:
+                    raise AgentConfigError(
+                        f"plugin {plugin_id!r} supplies dynamic tool {tid!r}, which the agent "
+                        f"already has; dynamic tool ids must be unique"
+                    )
+                loop.tools[tid] = extra
+                loop.tool_owner[tid] = plugin_id
+        if resolved.dynamic_tools:
+            loop.refresh_descriptors()
+        return loop
+
+    def _lock(self, thread_id: str) -> asyncio.Lock:
+        lock = self._thread_locks.get(thread_id)
+        if lock is None:
+            lock = self._thread_locks[thread_id] = asyncio.Lock()
+        return lock
+
+    # -- running -----------------------------------------------------------------
+
+    async def run(
+        self,
+        agent: str | ExecutableAgentSnapshot,
+        input: RunInput,
+        *,
+        thread_id: str | None = None,
+        run_id: str | None = None,
+        profile_id: str = "default",
+        namespace: str = "default",
+        cancel: CancellationToken | None = None,
+        on_event: EventSink | None = None,
+    ) -> RunState:
+        """Run ``agent`` on ``input`` in ``thread_id`` (a new thread if omitted).
+
+        ``profile_id`` binds PROFILE-scope state, ``namespace`` SHARED-scope
+        state. ``on_event`` receives every ``AgentEvent`` as it happens.
+        Raises ``ThreadBusy`` if the thread has a run waiting for decisions, or
+        an active run elsewhere (the store's per-thread lease).
+        """
+        resolved = self._agent(agent)
+        binding = ScopeBinding(thread_id or new_id("thread_"), profile_id, namespace)
+        async with self._lock(binding.thread_id), hold_lease(self.store, binding.thread_id):
+            snapshot = await self.store.load(binding)
+            if snapshot.parked is not None:
+                raise ThreadBusy(
+                    f"thread {binding.thread_id!r} has run {snapshot.parked.run_id!r} waiting "
+                    f"for {len(snapshot.parked.tickets)} decision(s); resume or cancel it first"
+                )
+            loop = self._new_loop(resolved, binding, run_id or new_id("run_"), cancel, on_event)
+            return await loop.run(snapshot, _input_messages(input))
+
+    async def stream(
+        self, agent: str | ExecutableAgentSnapshot, input: RunInput, **kwargs: Any
+    ) -> AsyncIterator[AgentEvent]:
+        """Run like :meth:`run` and yield its events; the last one is ``RunFinish``."""
+        async for event in _stream(
+            lambda sink: self.run(agent, input, on_event=sink, **kwargs), EventLog(self.store)
+        ):
+            yield event
+
+    def run_sync(
+        self, agent: str | ExecutableAgentSnapshot, input: RunInput, **kwargs: Any
+    ) -> RunState:
+        """Blocking :meth:`run` for scripts and notebooks without a running event loop."""
+        return asyncio.run(self.run(agent, input, **kwargs))
+
+    # -- resuming ----------------------------------------------------------------
+
+    async def _check(
+        self, thread_id: str, tickets: Sequence[ResumeTicket]
+    ) -> tuple[ParkedRun, ResolvedAgent]:
+        """Validate tickets against the stored copies; raise ``ResumeRejected``."""
+        snapshot = await self.store.load(ScopeBinding(thread_id, "default", "default"))
+        parked = snapshot.parked
+        if parked is None:
+            raise ResumeRejected(
+                f"thread {thread_id!r} has no waiting run (already resumed, cancelled, "
+                f"or never parked)"
+            )
+        pending = {t.ticket_id: t for t in parked.tickets}
+        seen: set[str] = set()
+        now = datetime.now(UTC)
+        for given in tickets:
+            if given.ticket_id in seen:
+                raise ResumeRejected(f"ticket {given.ticket_id!r} is answered twice")
+            seen.add(given.ticket_id)
+            stored = pending.get(given.ticket_id)
+            if stored is None:
+                raise ResumeRejected(
+                    f"ticket {given.ticket_id!r} is not pending on thread {thread_id!r} "
+                    f"(already resolved, or from another run)"
+                )
+            field = stored.mismatch(given)
+            if field is not None:
+                raise ResumeRejected(
+                    f"ticket {given.ticket_id!r}: field {field!r} does not match the stored ticket"
+                )
+            if stored.is_expired(now):
+                raise ResumeRejected(
+                    f"ticket {given.ticket_id!r} expired at {stored.deadline.isoformat()}"  # type: ignore[union-attr]
+                )
+            if stored.not_before is not None and now < stored.not_before:
+                raise ResumeRejected(
+                    f"ticket {given.ticket_id!r} is scheduled for {stored.not_before.isoformat()}"
+                    f"; resume it then"
+                )
+        try:
+            resolved = self._agent(parked.agent_id)
+        except Exception as exc:
+            raise ResumeRejected(f"agent {parked.agent_id!r} no longer resolves: {exc}") from None
+        if resolved.snapshot.fingerprint != parked.fingerprint:
+            raise ResumeRejected(
+                f"agent {parked.agent_id!r} changed since the run parked (fingerprint "
+                f"{parked.fingerprint[:12]}… then, {resolved.snapshot.fingerprint[:12]}… now): "
+                f"its tools, plugins, plugin config or model differ; start a new run"
+            )
+        return parked, resolved
+
+    async def resume(
+        self,
+        ticket: TicketLike,
+        decision: Decision,
+        *,
+        cancel: CancellationToken | None = None,
+        on_event: EventSink | None = None,
+    ) -> RunState:
+        """Answer one ticket; see :meth:`resume_many`."""
+        return await self.resume_many([(ticket, decision)], cancel=cancel, on_event=on_event)
+
+    async def resume_many(
+        self,
+        decisions: Sequence[tuple[TicketLike, Decision]],
+        *,
+        cancel: CancellationToken | None = None,
+        on_event: EventSink | None = None,
+    ) -> RunState:
+        """Apply decisions to parked calls of one waiting run, then continue it.
+
+        Every ticket must match its stored copy field for field, be pending,
+        unexpired and due, and the agent must still resolve to the fingerprint
+        it parked with; otherwise ``ResumeRejected`` is raised and nothing
+        changes. The run stays ``WAITING`` while other tickets remain.
+        """
+        return await self._resume(decisions, cancel=cancel, on_event=on_event)
+
+    async def _resume(
+        self,
+        decisions: Sequence[tuple[TicketLike, Decision]],
+        *,
+        cancel: CancellationToken | None,
+        on_event: EventSink | None,
+        parent: DelegationRequest | None = None,
+    ) -> RunState:
+        if not decisions:
+            raise ResumeRejected("no decisions given")
+        pairs = [(_parse_ticket(t), _parse_decision(d)) for t, d in decisions]
+        if self.ticket_secret is not None:
+            for ticket, _ in pairs:
+                if not ticket.verify(self.ticket_secret):
+                    raise ResumeRejected(
+                        f"ticket {ticket.ticket_id!r} has no valid signature (tampered, or "
+                        f"signed under another secret)"
+                    )
+        thread_ids = {t.thread_id for t, _ in pairs}
+        if len(thread_ids) != 1:
+            raise ResumeRejected("all tickets of one resume must belong to the same thread")
+        thread_id = thread_ids.pop()
+        async with self._lock(thread_id), hold_lease(self.store, thread_id):
+            parked, resolved = await self._check(thread_id, [t for t, _ in pairs])
+            if parent is not None and parent.inherited is not None:
+                resolved = resolved.with_inherited(parent.inherited)
+            binding = ScopeBinding(thread_id, parked.profile_id, parked.namespace)
+            snapshot = await self.store.load(binding)
+            loop = self._new_loop(resolved, binding, parked.run_id, cancel, on_event)
+            if parent is not None:
+                loop.parent_run_id = parent.parent_run_id
+            loop.restore(snapshot, parked)
+            stored = {t.ticket_id: t for t in parked.tickets}
+            try:
+                await loop.claim(parked, [t.ticket_id for t, _ in pairs])
+            except VersionConflict as exc:
+                raise ResumeRejected(
+                    f"another resume of thread {thread_id!r} claimed these tickets first: {exc}"
+                ) from exc
+            return await loop.resume(parked, [(stored[t.ticket_id], d) for t, d in pairs])
+
+    # -- sub-agents --------------------------------------------------------------
+
+    async def run_child(self, request: DelegationRequest, text: str) -> RunState:
+        """Run a sub-agent for a parent run (used by the native delegation service)."""
+        resolved = self._agent(request.agent_id)
+        if request.inherited is not None:
+            resolved = resolved.with_inherited(request.inherited)
+        binding = ScopeBinding(request.thread_id, request.profile_id, request.namespace)
+        async with self._lock(binding.thread_id), hold_lease(self.store, binding.thread_id):
+            snapshot = await self.store.load(binding)
+            if snapshot.parked is not None:
+                raise ThreadBusy(f"child thread {binding.thread_id!r} has a waiting run")
+            loop = self._new_loop(
+                resolved, binding, new_id("run_"), request.cancel, request.on_event
+            )
+            loop.parent_run_id = request.parent_run_id
+            return await loop.run(snapshot, [Message.user(text)])
+
+    async def resume_child(
+        self, request: DelegationRequest, ticket: ResumeTicket, decision: Decision
+    ) -> RunState:
+        """Resume a waiting sub-agent with a decision made on its parent's ticket."""
+        return await self._resume(
+            [(ticket, decision)], cancel=request.cancel, on_event=request.on_event, parent=request
+        )
+
+    async def _cancel_child(self, thread_id: str) -> None:
+        # ResumeRejected: the child is not waiting (it finished or was cancelled already).
+        with contextlib.suppress(ResumeRejected):
+            await self.cancel_waiting(thread_id)
+
+    async def cancel_waiting(
+        self, thread_id: str, *, on_event: EventSink | None = None
+    ) -> RunState:
+        """End the thread's waiting run as ``Cancelled``; its parked calls get error results."""
+        async with self._lock(thread_id), hold_lease(self.store, thread_id):
+            snapshot = await self.store.load(ScopeBinding(thread_id, "default", "default"))
+            parked = snapshot.parked
+            if parked is None:
+                raise ResumeRejected(f"thread {thread_id!r} has no waiting run to cancel")
+            resolved = self._agent(parked.agent_id)
+            binding = ScopeBinding(thread_id, parked.profile_id, parked.namespace)
+            snapshot = await self.store.load(binding)
+            loop = self._new_loop(resolved, binding, parked.run_id, None, on_event)
+            loop.restore(snapshot, parked)
+            return await loop.cancel_parked(parked)
+
+    async def run_to_completion(
+        self,
+        agent: str | ExecutableAgentSnapshot,
+        input: RunInput,
+        *,
+        on_await: OnAwait,
+        on_event: EventSink | None = None,
+        **kwargs: Any,
+    ) -> RunState:
+        """Run, answering every ticket inline with ``on_await`` until the run ends.
+
+        Scheduled calls are resumed when due (this coroutine sleeps until then).
+        If ``on_await`` returns ``None`` the run is returned still waiting.
+        """
+        state = await self.run(agent, input, on_event=on_event, **kwargs)
+        while state.phase is Phase.WAITING and state.tickets:
+            ticket = state.tickets[0]
+            decision = on_await(ticket)
+            if inspect.isawaitable(decision):
+                decision = await decision
+            if decision is None:
+                return state
+            if ticket.not_before is not None:
+                delay = (ticket.not_before - datetime.now(UTC)).total_seconds()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+            state = await self.resume(ticket, decision, on_event=on_event)
+        return state
+
+    async def stream_resume(
+        self, ticket: TicketLike, decision: Decision, **kwargs: Any
+    ) -> AsyncIterator[AgentEvent]:
+        """Resume like :meth:`resume` and yield the leg's events (RunStart ... RunFinish)."""
+        async for event in _stream(
+            lambda sink: self.resume(ticket, decision, on_event=sink, **kwargs),
+            EventLog(self.store),
+        ):
+            yield event
+
+    async def read_events(self, run_id: str, after: int = 0) -> list[AgentEvent]:
+        """Logged events of ``run_id`` with ``seq > after`` (for a client that reconnects).
+
+        Events of streamed runs are logged at every step boundary by stores
+        with an event log (all built-in ones); other stores return nothing.
+        """
+        if not has_event_log(self.store):
+            return []
+        out: list[AgentEvent] = []
+        while True:
+            page = await self.store.read_events(run_id, after)  # type: ignore[attr-defined]
+            if not page:
+                return out
+            out.extend(event_adapter.validate_python(e.data) for e in page)
+            after = page[-1].seq
+
+
+async def _stream(
+    start: Callable[[EventSink], Coroutine[Any, Any, RunState]],
+    log: EventLog,
+) -> AsyncIterator[AgentEvent]:
+    """Run ``start(sink)`` as a task and yield what it emits until ``RunFinish``.
+
+    Every yielded event also goes to ``log`` (the store's event log, if any).
+    """
+    queue: asyncio.Queue[AgentEvent | None] = asyncio.Queue()
+    task = asyncio.ensure_future(start(queue.put_nowait))
+    task.add_done_callback(lambda _t: queue.put_nowait(None))
+    root: str | None = None  # sub-agent events share the stream; stop at the root's finish
+    try:
+        while True:
+            item = await queue.get()
+            if item is None:
+                await task  # re-raises what the run raised
+                return
+            if root is None:
+                root = item.run_id
+            await log.add(item)
+            yield item
+            if isinstance(item, RunFinish) and item.run_id == root:
+                await task
+                return
+    finally:
+        if not task.done():
+            task.cancel()
