@@ -24,7 +24,6 @@ from ..suspension._suspension import ParkedRun
 __all__ = [
     "CommittedThreadView",
     "Coordinator",
-    "InMemoryStore",
     "RunRecord",
     "ScopeBinding",
     "ThreadSnapshot",
