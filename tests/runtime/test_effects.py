@@ -28,7 +28,8 @@ from awaken_runtime import (
     ToolOutput,
     tool,
 )
-from awaken_runtime.state._effects import ACTIONS_KEY, EFFECT_FAILURES_KEY
+from awaken_runtime.plugins._actions import ACTIONS_KEY
+from awaken_runtime.state._effects import EFFECT_FAILURES_KEY
 
 BI = PhaseHookPoint.BEFORE_INFERENCE
 SE = PhaseHookPoint.STEP_END

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     )
     from .agents._config import AgentConfig
     from .agents._resolve import CatalogFingerprint, ExecutableAgentSnapshot, ResolvedPlugin
+    from .agents._stop import LoopDetection, StopConfig
     from .delegation._delegation import (
         AGENT_RUN,
         ChildOutcome,
@@ -95,6 +96,7 @@ if TYPE_CHECKING:
         RetryPolicy,
         litellm_pricing,
     )
+    from .plugins._actions import ActionHandler, EffectHandler, ScheduledAction
     from .plugins._context import (
         CONTEXT_MESSAGES,
         INFERENCE_PARAMS,
@@ -135,10 +137,9 @@ if TYPE_CHECKING:
         ToolGateHook,
         ToolObserver,
     )
-    from .run._stop import LoopDetection, StopConditionHook, StopConfig
     from .runtime._builder import AgentRuntimeBuilder
     from .runtime._runtime import OnAwait, RunInput, Runtime
-    from .state._effects import ActionHandler, Effect, EffectHandler, ScheduledAction
+    from .state._effects import Effect
     from .state._engine import (
         Command,
         CommittedBatch,
@@ -181,7 +182,7 @@ __version__ = "0.1.0"
 
 _LAZY: dict[str, str] = {
     "AGENT_RUN": "delegation._delegation",
-    "ActionHandler": "state._effects",
+    "ActionHandler": "plugins._actions",
     "AgentConfig": "agents._config",
     "AgentConfigError": "_errors",
     "AgentEvent": "lifecycle._events",
@@ -215,7 +216,7 @@ _LAZY: dict[str, str] = {
     "Discovery": "plugins._discovery",
     "DuplicateIdError": "_errors",
     "Effect": "state._effects",
-    "EffectHandler": "state._effects",
+    "EffectHandler": "plugins._actions",
     "EndCause": "lifecycle._failures",
     "Error": "lifecycle._failures",
     "ExecutableAgentSnapshot": "agents._resolve",
@@ -237,7 +238,7 @@ _LAZY: dict[str, str] = {
     "LiteLLMExecutor": "models.litellm._executor",
     "LiteLLMNotInstalled": "models.litellm._errors",
     "LlmExecutor": "models._model",
-    "LoopDetection": "run._stop",
+    "LoopDetection": "agents._stop",
     "MaxSteps": "lifecycle._failures",
     "MergePolicy": "state._engine",
     "Message": "messages._message",
@@ -285,7 +286,7 @@ _LAZY: dict[str, str] = {
     "RunState": "lifecycle._run_state",
     "Runtime": "runtime._runtime",
     "Schedule": "plugins._gates",
-    "ScheduledAction": "state._effects",
+    "ScheduledAction": "plugins._actions",
     "Scope": "state._engine",
     "ScopeBinding": "stores._thread_store",
     "ScriptExhausted": "models._scripted",
@@ -303,8 +304,8 @@ _LAZY: dict[str, str] = {
     "Steer": "plugins._gates",
     "StepEnd": "lifecycle._events",
     "StepStart": "lifecycle._events",
-    "StopConditionHook": "run._stop",
-    "StopConfig": "run._stop",
+    "StopConditionHook": "plugins._plugin",
+    "StopConfig": "agents._stop",
     "Stopped": "lifecycle._failures",
     "Store": "state._engine",
     "StreamDelta": "models._model",

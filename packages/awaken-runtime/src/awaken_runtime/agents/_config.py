@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .._errors import AgentConfigError
 from ..messages._transcript import ContextPolicy, KeepAll
 from ..models._model import InferenceParams
-from ..run._stop import StopConfig
+from ._stop import StopConfig
 
 if TYPE_CHECKING:
     from pathlib import Path

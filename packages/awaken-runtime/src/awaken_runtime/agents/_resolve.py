@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from .._errors import AgentConfigError, CapabilityBoundError, ResolutionError
 from ..delegation._delegation import AGENT_RUN, DelegationTool
 from ..models._model import LlmExecutor, ModelSpec
+from ..plugins._actions import ActionHandler, EffectHandler
 from ..plugins._plugin import (
     CapabilityBound,
     Contributions,
@@ -30,12 +31,11 @@ from ..plugins._plugin import (
     PluginManifest,
     RunEndGuard,
     StateKeyDecl,
+    StopConditionHook,
     ToolGateHook,
     ToolObserver,
     _decl,
 )
-from ..run._stop import StopConditionHook
-from ..state._effects import ActionHandler, EffectHandler
 from ..tools._tool import Tool, ToolDescriptor
 from ._config import AgentConfig
 

@@ -29,9 +29,7 @@ from ..tools._tool import ToolCallContext, ToolDescriptor, ToolOutput
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ..agents._resolve import ResolvedAgent
     from ..lifecycle._run_state import RunState
-    from ..runtime._runtime import Runtime
 
 __all__ = [
     "AGENT_RUN",
@@ -128,8 +126,8 @@ class DelegationRequest:
     cancel: CancellationToken
     on_event: Callable[[AgentEvent], None] | None = None
     context: dict[str, Any] | None = None
-    inherited: ResolvedAgent | None = None
-    """The parent, whose inheritable plugins also apply to the child."""
+    inherited: Any = None
+    """The parent's resolved agent, whose inheritable plugins also apply to the child."""
 
 
 @runtime_checkable
@@ -155,10 +153,24 @@ class RunDelegationService(Protocol):
         ...
 
 
+class ChildHost(Protocol):
+    """What native delegation needs of its runtime (``Runtime`` implements it)."""
+
+    async def run_child(self, request: DelegationRequest, text: str) -> RunState:
+        """Start a child run for ``request`` with ``text`` as its user message."""
+        ...
+
+    async def resume_child(
+        self, request: DelegationRequest, ticket: ResumeTicket, decision: Decision
+    ) -> RunState:
+        """Resume a waiting child run."""
+        ...
+
+
 class NativeDelegationService:
     """Runs children in this process on the parent's runtime and store."""
 
-    def __init__(self, runtime: Runtime, *, max_parallel: int = 4) -> None:
+    def __init__(self, runtime: ChildHost, *, max_parallel: int = 4) -> None:
         self.runtime = runtime
         self.max_parallel = max_parallel
 
@@ -274,9 +286,10 @@ async def run_child_agent(
     ``outcome.to_output()`` gives the default tool result (and parks the call
     when the child waits).
     """
-    if ctx.children is None:
+    children = ctx.children
+    if not isinstance(children, ChildRunner):
         raise RuntimeError("run_child_agent needs a tool call made by an awaken run")
-    return await ctx.children.run(agent_id, prompt, key=ctx.call_id, context=context)
+    return await children.run(agent_id, prompt, key=ctx.call_id, context=context)
 
 
 class DelegationTool:

@@ -16,18 +16,18 @@ from pydantic import (
 )
 
 from ..messages._message import Message, ToolCall
-from ..run._stop import StopConditionHook
-from ..state._effects import ActionHandler, Effect, EffectHandler, ScheduledAction
+from ..state._effects import Effect
 from ..state._engine import Command, Scope, Store
 from ..state._state_key import StateKey, StateKeyDecl
 from ..tools._tool import Tool, ToolOutput
+from ._actions import ActionHandler, EffectHandler, ScheduledAction
 from ._context import Band
 from ._points import PhaseHookPoint
 
 if TYPE_CHECKING:
-    from ..delegation._delegation import ChildRunner
     from ..messages._transcript import MessageView
     from ..models._model import InferenceRequest, InferenceResponse
+    from ..tools._children import ChildRuns
     from ._gates import GateDecision, RunEndDecision
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "RunEndGuard",
     "RunInfo",
     "StateKeyDecl",
+    "StopConditionHook",
     "ToolGateHook",
     "ToolObserver",
 ]
@@ -160,7 +161,7 @@ class PhaseContext:
     response: InferenceResponse | None = None
     tool_call: ToolCall | None = None
     tool_output: ToolOutput | None = None
-    children: ChildRunner | None = None
+    children: ChildRuns | None = None
     """Starts sub-agent runs linked to this run (e.g. a compactor agent)."""
     decision: Any = None
     """While a resumed call is gated, executed and recorded: the decision that
@@ -201,6 +202,9 @@ RunEndGuard: TypeAlias = Callable[
     [PhaseContext], "RunEndDecision | Awaitable[RunEndDecision | None] | None"
 ]
 """Consulted at a natural end: ``Complete`` or ``Steer(message)``."""
+
+StopConditionHook: TypeAlias = Callable[[PhaseContext], "str | Awaitable[str | None] | None"]
+"""A plugin's stop condition: return a reason to stop, or ``None``."""
 
 DynamicToolSource: TypeAlias = Callable[[], Sequence[Tool]]
 """Returns tools that are only known at run time; called once at run start."""

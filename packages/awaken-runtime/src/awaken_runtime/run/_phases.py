@@ -32,9 +32,10 @@ from ..lifecycle._failures import (
 from ..messages._message import Message, new_id
 from ..messages._transcript import Transcript
 from ..models._model import TokenUsage
+from ..plugins._actions import ACTIONS_KEY, ScheduledAction
 from ..plugins._context import CONTEXT_MESSAGES, INFERENCE_PARAMS, REQUEST_WINDOW, TOOL_FILTER
 from ..plugins._plugin import HookReaction, PhaseContext, PhaseHookPoint, RunInfo
-from ..state._effects import ACTIONS_KEY, EFFECT_FAILURES_KEY, Effect, ScheduledAction
+from ..state._effects import EFFECT_FAILURES_KEY, Effect
 from ..state._engine import Command, CommittedBatch, MergePolicy, Scope, StagedCommand, StateEngine
 from ..stores._thread_store import RunRecord, ScopeBinding, ThreadStore
 from ..suspension._suspension import ParkedRun

@@ -15,58 +15,13 @@ import json
 import re
 import time
 from collections import Counter, deque
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, TypeAlias
-
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ..agents._stop import StopConfig
     from ..messages._message import ToolCall
-    from ..plugins._plugin import PhaseContext
 
-__all__ = ["LoopDetection", "StopConditionHook", "StopConfig", "StopTracker"]
-
-StopConditionHook: TypeAlias = Callable[["PhaseContext"], "str | Awaitable[str | None] | None"]
-"""A plugin's stop condition: return a reason to stop, or ``None``."""
-
-
-class LoopDetection(BaseModel):
-    """Stop when one tool gets the same arguments ``repeats`` times within ``window`` calls."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
-    repeats: int = Field(default=3, ge=2)
-    window: int = Field(default=10, ge=2)
-
-
-class StopConfig(BaseModel):
-    """Limits that end a run with ``Stopped``; every field is optional."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
-    timeout_s: float | None = Field(default=None, gt=0)
-    max_total_tokens: int | None = Field(default=None, ge=1)
-    max_cost_usd: float | None = Field(default=None, gt=0)
-    max_consecutive_tool_errors: int | None = Field(default=None, ge=1)
-    stop_on_tools: list[str] = Field(default_factory=list)
-    stop_on_text: str | None = None
-    """A regular expression searched in the model's text of each step."""
-    loop_detection: LoopDetection | None = None
-
-    @field_validator("stop_on_text")
-    @classmethod
-    def _compiles(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                re.compile(value)
-            except re.error as exc:
-                raise ValueError(f"stop_on_text is not a valid regular expression: {exc}") from None
-        return value
-
-    @property
-    def empty(self) -> bool:
-        """Whether no condition is set (the tracker can be skipped)."""
-        # Serialization knows the defaults; much cheaper than inspecting them.
-        return not self.model_dump(exclude_defaults=True)
-
+__all__ = ["StopTracker"]
 
 _clock = time.monotonic  # module attribute so tests can substitute a clock
 

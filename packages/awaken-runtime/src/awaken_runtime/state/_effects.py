@@ -1,41 +1,19 @@
-"""Effects and scheduled actions: the last two steps of Snapshot -> Action -> Commit -> Effect.
+"""Effects: the last step of Snapshot -> Action -> Commit -> Effect.
 
 An :class:`Effect` is a named side effect (a webhook, an audit record, a
 metric) that a hook, gate decision or tool emits with its commands. It runs
 through the handler a plugin registered for its name, only after the batch
 that carried it committed, and sees the post-commit store. A failing handler
 is logged and recorded in state; it never rolls the commit back.
-
-A :class:`ScheduledAction` asks the loop to run a plugin's action handler at a
-later phase point (this step or a later one) or once a wall-clock time has
-passed. Pending actions live in committed run state, so they survive a
-suspend/resume and a process restart.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..plugins._points import PhaseHookPoint
-
-if TYPE_CHECKING:
-    from ..plugins._plugin import HookReaction, PhaseContext
-
-__all__ = [
-    "ACTIONS_KEY",
-    "EFFECT_FAILURES_KEY",
-    "ActionHandler",
-    "Effect",
-    "EffectHandler",
-    "ScheduledAction",
-]
-
-ACTIONS_KEY = "awaken.scheduled_actions"
-"""Run-scope key holding pending scheduled actions by id."""
+__all__ = ["EFFECT_FAILURES_KEY", "Effect"]
 
 EFFECT_FAILURES_KEY = "awaken.effect_failures"
 """Run-scope COMMUTATIVE key recording failed effect handlers by effect id."""
@@ -47,28 +25,3 @@ class Effect(BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)
     name: str = Field(min_length=1)
     payload: dict[str, Any] = Field(default_factory=dict)
-
-
-class ScheduledAction(BaseModel):
-    """Run the handler registered for ``name`` later.
-
-    ``point``: the phase point to run at (``None``: the first point reached
-    once due). ``after_steps``: how many steps later (0 = this step, when the
-    point comes up). ``at``: not before this wall-clock time.
-    """
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
-    name: str = Field(min_length=1)
-    payload: dict[str, Any] = Field(default_factory=dict)
-    point: PhaseHookPoint | None = None
-    after_steps: int = Field(default=0, ge=0)
-    at: datetime | None = None
-
-
-EffectHandler: TypeAlias = Callable[[Effect, "PhaseContext"], Awaitable[None]]
-"""Runs one effect; ``ctx.store`` is the post-commit state."""
-
-ActionHandler: TypeAlias = Callable[
-    [ScheduledAction, "PhaseContext"], "Awaitable[HookReaction | None]"
-]
-"""Runs one due action on a fresh snapshot; may stage commands and schedule more."""

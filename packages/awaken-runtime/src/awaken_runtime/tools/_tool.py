@@ -15,7 +15,7 @@ from ..state._engine import Command, Store
 from ._cancel import CancellationToken
 
 if TYPE_CHECKING:
-    from ..delegation._delegation import ChildRunner
+    from ._children import ChildRuns
 
 __all__ = ["Tool", "ToolCallContext", "ToolDescriptor", "ToolOutput"]
 
@@ -104,7 +104,7 @@ class ToolCallContext:
     profile_id: str = "default"
     namespace: str = "default"
     """The shared-scope namespace the run is bound to."""
-    children: ChildRunner | None = None
+    children: ChildRuns | None = None
     """Starts sub-agent runs linked to this run (see ``run_child_agent``)."""
     decision: Any = None
     """On a call resumed by ``Approve``: that decision (a tool that suspended
