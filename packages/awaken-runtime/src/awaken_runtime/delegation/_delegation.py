@@ -203,23 +203,24 @@ class ChildRunner:
     """A parent run's handle for starting children (given to tools and hooks)."""
 
     service: RunDelegationService
-    parent: Any  # the parent AgentLoop; typed loosely to avoid an import cycle
+    parent: Any
+    """The parent run's ``RunContext`` (typed loosely: delegation sits below the run layer)."""
 
     def request(
         self, agent_id: str, prompt: str, thread_id: str, **extra: Any
     ) -> DelegationRequest:
         """A request bound to the parent's identity, cancellation and event sink."""
-        loop = self.parent
+        run = self.parent
         return DelegationRequest(
             agent_id=agent_id,
             prompt=prompt,
-            parent_run_id=loop.run_id,
+            parent_run_id=run.run_id,
             thread_id=thread_id,
-            profile_id=loop.binding.profile_id,
-            namespace=loop.binding.namespace,
-            cancel=loop.cancel.child(),
-            on_event=loop.emit,
-            inherited=loop.agent,
+            profile_id=run.binding.profile_id,
+            namespace=run.binding.namespace,
+            cancel=run.cancel.child(),
+            on_event=run.emit,
+            inherited=run.agent,
             **extra,
         )
 
@@ -253,15 +254,15 @@ class ChildRunner:
         thread, and the usage and cost roll up into the parent run (cancellation
         is seen at the parent's next boundary).
         """
-        loop = self.parent
+        run = self.parent
         response: InferenceResponse | None = None
-        async for item in loop.agent.executor.stream(request):
+        async for item in run.agent.executor.stream(request):
             if isinstance(item, InferenceResponse):
                 response = item
         if response is None:
             raise RuntimeError("the provider's stream ended without a final response")
         cost = request.model.cost(response.usage)
-        loop.add_usage(response.usage, cost if cost is not None else response.cost)
+        run.add_usage(response.usage, cost if cost is not None else response.cost)
         return response
 
     async def resume(self, payload: dict[str, Any], decision: Decision) -> ChildOutcome:

@@ -6,11 +6,9 @@ import asyncio
 import contextlib
 import inspect
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
-
-from pydantic import ValidationError
 
 from .._errors import AgentConfigError, VersionConflict
 from ..agents._resolve import ExecutableAgentSnapshot, Registries, ResolvedAgent, resolve_agent
@@ -20,29 +18,27 @@ from ..delegation._delegation import (
     NativeDelegationService,
     RunDelegationService,
 )
-from ..lifecycle._events import AgentEvent, RunFinish, event_adapter
+from ..lifecycle._events import AgentEvent, event_adapter
 from ..lifecycle._failures import Phase
 from ..lifecycle._run_state import RunState
 from ..messages._message import Message, new_id
 from ..plugins._discovery import Discovery
 from ..run._loop import AgentLoop
+from ..run._resume import Resumer
 from ..stores._lease import hold_lease
 from ..stores._memory import InMemoryStore
 from ..stores._thread_store import ScopeBinding, ThreadStore
 from ..suspension._suspension import (
-    Approve,
     Decision,
-    Deny,
     ParkedRun,
-    Replay,
-    Respond,
     ResumeRejected,
     ResumeTicket,
     ThreadBusy,
-    decision_adapter,
 )
 from ..tools._cancel import CancellationToken
 from ._event_log import EventLog, has_event_log
+from ._streaming import EventSink, stream_run
+from ._tickets import TicketLike, check_tickets, parse_decision, parse_ticket
 
 __all__ = ["OnAwait", "RunInput", "Runtime"]
 
@@ -52,9 +48,6 @@ RunInput = str | Message | Sequence[Message]
 OnAwait = Callable[[ResumeTicket], "Decision | Awaitable[Decision | None] | None"]
 """Answers one ticket for :meth:`Runtime.run_to_completion`; ``None`` leaves it waiting."""
 
-TicketLike = ResumeTicket | dict[str, Any] | str
-EventSink = Callable[[AgentEvent], None]
-
 
 def _input_messages(value: RunInput) -> list[Message]:
     if isinstance(value, str):
@@ -62,31 +55,6 @@ def _input_messages(value: RunInput) -> list[Message]:
     if isinstance(value, Message):
         return [value]
     return list(value)
-
-
-def _parse_ticket(value: TicketLike) -> ResumeTicket:
-    try:
-        if isinstance(value, ResumeTicket):
-            return value
-        if isinstance(value, str):
-            return ResumeTicket.model_validate_json(value)
-        return ResumeTicket.model_validate(value)
-    except ValidationError as exc:
-        raise ResumeRejected(f"malformed ticket: {exc.errors()[0]['msg']}") from None
-
-
-def _parse_decision(value: Any) -> Decision:
-    if isinstance(value, (Approve, Deny, Respond, Replay)):
-        return value
-    try:
-        if isinstance(value, (str, bytes)):
-            return decision_adapter.validate_json(value)
-        return decision_adapter.validate_python(value)
-    except ValidationError as exc:
-        raise ResumeRejected(
-            f"malformed decision {value!r}: {exc.errors()[0]['msg']}; give Approve(), "
-            f"Deny(reason), Respond(value) or Replay(arguments)"
-        ) from None
 
 
 class Runtime:
@@ -152,24 +120,25 @@ class Runtime:
         emit: EventSink | None,
     ) -> AgentLoop:
         loop = AgentLoop(resolved, self.store, binding, run_id, cancel=cancel, emit=emit)
-        loop.ticket_secret = self.ticket_secret
-        loop.children = ChildRunner(self.delegation, loop)
-        loop.cancel_child = self._cancel_child
-        loop.delegation_tool_id = self.delegation.tool_id()
+        ctx = loop.ctx
+        ctx.ticket_secret = self.ticket_secret
+        ctx.children = ChildRunner(self.delegation, ctx)
+        ctx.cancel_child = self._cancel_child
+        ctx.delegation_tool_id = self.delegation.tool_id()
         if self.delegation.supports_parallel():
-            loop.parallel_limit = max(1, int(getattr(self.delegation, "max_parallel", 4)))
+            ctx.parallel_limit = max(1, int(getattr(self.delegation, "max_parallel", 4)))
         for plugin_id, source in resolved.dynamic_tools:
             for extra in source():
                 tid = extra.descriptor.id
-                if tid in loop.tools:
+                if tid in ctx.tools:
                     raise AgentConfigError(
                         f"plugin {plugin_id!r} supplies dynamic tool {tid!r}, which the agent "
                         f"already has; dynamic tool ids must be unique"
                     )
-                loop.tools[tid] = extra
-                loop.tool_owner[tid] = plugin_id
+                ctx.tools[tid] = extra
+                ctx.tool_owner[tid] = plugin_id
         if resolved.dynamic_tools:
-            loop.refresh_descriptors()
+            ctx.refresh_descriptors()
         return loop
 
     def _lock(self, thread_id: str) -> asyncio.Lock:
@@ -215,7 +184,7 @@ class Runtime:
         self, agent: str | ExecutableAgentSnapshot, input: RunInput, **kwargs: Any
     ) -> AsyncIterator[AgentEvent]:
         """Run like :meth:`run` and yield its events; the last one is ``RunFinish``."""
-        async for event in _stream(
+        async for event in stream_run(
             lambda sink: self.run(agent, input, on_event=sink, **kwargs), EventLog(self.store)
         ):
             yield event
@@ -239,33 +208,7 @@ class Runtime:
                 f"thread {thread_id!r} has no waiting run (already resumed, cancelled, "
                 f"or never parked)"
             )
-        pending = {t.ticket_id: t for t in parked.tickets}
-        seen: set[str] = set()
-        now = datetime.now(UTC)
-        for given in tickets:
-            if given.ticket_id in seen:
-                raise ResumeRejected(f"ticket {given.ticket_id!r} is answered twice")
-            seen.add(given.ticket_id)
-            stored = pending.get(given.ticket_id)
-            if stored is None:
-                raise ResumeRejected(
-                    f"ticket {given.ticket_id!r} is not pending on thread {thread_id!r} "
-                    f"(already resolved, or from another run)"
-                )
-            field = stored.mismatch(given)
-            if field is not None:
-                raise ResumeRejected(
-                    f"ticket {given.ticket_id!r}: field {field!r} does not match the stored ticket"
-                )
-            if stored.is_expired(now):
-                raise ResumeRejected(
-                    f"ticket {given.ticket_id!r} expired at {stored.deadline.isoformat()}"  # type: ignore[union-attr]
-                )
-            if stored.not_before is not None and now < stored.not_before:
-                raise ResumeRejected(
-                    f"ticket {given.ticket_id!r} is scheduled for {stored.not_before.isoformat()}"
-                    f"; resume it then"
-                )
+        check_tickets(parked, thread_id, tickets)
         try:
             resolved = self._agent(parked.agent_id)
         except Exception as exc:
@@ -315,7 +258,7 @@ class Runtime:
     ) -> RunState:
         if not decisions:
             raise ResumeRejected("no decisions given")
-        pairs = [(_parse_ticket(t), _parse_decision(d)) for t, d in decisions]
+        pairs = [(parse_ticket(t), parse_decision(d)) for t, d in decisions]
         if self.ticket_secret is not None:
             for ticket, _ in pairs:
                 if not ticket.verify(self.ticket_secret):
@@ -335,16 +278,17 @@ class Runtime:
             snapshot = await self.store.load(binding)
             loop = self._new_loop(resolved, binding, parked.run_id, cancel, on_event)
             if parent is not None:
-                loop.parent_run_id = parent.parent_run_id
-            loop.restore(snapshot, parked)
+                loop.ctx.parent_run_id = parent.parent_run_id
+            legs = Resumer(loop)
+            legs.restore(snapshot, parked)
             stored = {t.ticket_id: t for t in parked.tickets}
             try:
-                await loop.claim(parked, [t.ticket_id for t, _ in pairs])
+                await legs.claim(parked, [t.ticket_id for t, _ in pairs])
             except VersionConflict as exc:
                 raise ResumeRejected(
                     f"another resume of thread {thread_id!r} claimed these tickets first: {exc}"
                 ) from exc
-            return await loop.resume(parked, [(stored[t.ticket_id], d) for t, d in pairs])
+            return await legs.resume(parked, [(stored[t.ticket_id], d) for t, d in pairs])
 
     # -- sub-agents --------------------------------------------------------------
 
@@ -361,7 +305,7 @@ class Runtime:
             loop = self._new_loop(
                 resolved, binding, new_id("run_"), request.cancel, request.on_event
             )
-            loop.parent_run_id = request.parent_run_id
+            loop.ctx.parent_run_id = request.parent_run_id
             return await loop.run(snapshot, [Message.user(text)])
 
     async def resume_child(
@@ -390,8 +334,9 @@ class Runtime:
             binding = ScopeBinding(thread_id, parked.profile_id, parked.namespace)
             snapshot = await self.store.load(binding)
             loop = self._new_loop(resolved, binding, parked.run_id, None, on_event)
-            loop.restore(snapshot, parked)
-            return await loop.cancel_parked(parked)
+            legs = Resumer(loop)
+            legs.restore(snapshot, parked)
+            return await legs.cancel_parked(parked)
 
     async def run_to_completion(
         self,
@@ -426,7 +371,7 @@ class Runtime:
         self, ticket: TicketLike, decision: Decision, **kwargs: Any
     ) -> AsyncIterator[AgentEvent]:
         """Resume like :meth:`resume` and yield the leg's events (RunStart ... RunFinish)."""
-        async for event in _stream(
+        async for event in stream_run(
             lambda sink: self.resume(ticket, decision, on_event=sink, **kwargs),
             EventLog(self.store),
         ):
@@ -447,33 +392,3 @@ class Runtime:
                 return out
             out.extend(event_adapter.validate_python(e.data) for e in page)
             after = page[-1].seq
-
-
-async def _stream(
-    start: Callable[[EventSink], Coroutine[Any, Any, RunState]],
-    log: EventLog,
-) -> AsyncIterator[AgentEvent]:
-    """Run ``start(sink)`` as a task and yield what it emits until ``RunFinish``.
-
-    Every yielded event also goes to ``log`` (the store's event log, if any).
-    """
-    queue: asyncio.Queue[AgentEvent | None] = asyncio.Queue()
-    task = asyncio.ensure_future(start(queue.put_nowait))
-    task.add_done_callback(lambda _t: queue.put_nowait(None))
-    root: str | None = None  # sub-agent events share the stream; stop at the root's finish
-    try:
-        while True:
-            item = await queue.get()
-            if item is None:
-                await task  # re-raises what the run raised
-                return
-            if root is None:
-                root = item.run_id
-            await log.add(item)
-            yield item
-            if isinstance(item, RunFinish) and item.run_id == root:
-                await task
-                return
-    finally:
-        if not task.done():
-            task.cancel()

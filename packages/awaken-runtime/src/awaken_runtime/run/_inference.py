@@ -1,0 +1,152 @@
+"""Inference for one step: the request as plugins shaped it, and the streamed response.
+
+``request`` assembles what the model sees from the transcript, the context
+policy and the request-only state plugins wrote (context entries, tool
+filters, a narrowed window, parameter overrides); ``infer`` streams it,
+turning deltas into events and failures into typed ``ProviderFailure`` ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from ..lifecycle._events import TextDelta
+from ..lifecycle._failures import Cancelled, ProviderFailure
+from ..messages._message import Message
+from ..messages._transcript import KeepAll
+from ..models._model import InferenceParams, InferenceRequest, InferenceResponse, StreamDelta
+from ..plugins._context import (
+    CONTEXT_MESSAGES,
+    INFERENCE_PARAMS,
+    REQUEST_WINDOW,
+    TOOL_FILTER,
+    visible_tools,
+)
+from ..state._engine import Scope
+from ._phases import End, fail, interrupted
+from ._request import ReplacedContent
+from ._run_context import RunContext
+
+__all__ = ["Inference"]
+
+_RUN = Scope.RUN
+_FILTER_SLOT = (_RUN, TOOL_FILTER)
+_CONTEXT_SLOT = (_RUN, CONTEXT_MESSAGES)
+_WINDOW_SLOT = (_RUN, REQUEST_WINDOW)
+_PARAMS_SLOT = (_RUN, INFERENCE_PARAMS)
+
+
+class Inference:
+    """Builds each step's request and streams it through the agent's executor."""
+
+    __slots__ = ("ctx",)
+
+    def __init__(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+
+    def base_request(self) -> InferenceRequest:
+        """The request as it would be without any context entries or tool filters."""
+        ctx = self.ctx
+        window = ctx.transcript.window(ctx.policy)
+        return InferenceRequest(
+            model=ctx.model,
+            messages=ctx.assembler.messages(window, ctx.transcript.last_user_index, []),
+            tools=ctx.descriptors,
+            params=ctx.params,
+            run_id=ctx.run_id,
+            step=ctx.step,
+        )
+
+    def _override(self, override: dict[str, Any]) -> InferenceParams:
+        params = self.ctx.params
+        return InferenceParams.model_validate({**params.model_dump(), **override})
+
+    def request(self) -> InferenceRequest:
+        """This step's request; also records which tools it made visible."""
+        ctx = self.ctx
+        data = ctx.engine.data  # plain dict reads: this runs every step
+        raw_context = data.get(_CONTEXT_SLOT)
+        filters = data.get(_FILTER_SLOT)
+        override = data.get(_WINDOW_SLOT)
+        params = data.get(_PARAMS_SLOT)
+        transcript = ctx.transcript
+        policy = ctx.policy
+        if override is None and raw_context is None and isinstance(policy, KeepAll):
+            # The common case: the whole transcript after the system prompt.
+            messages: Sequence[Message] = transcript.headed(ctx.assembler.head)
+        else:
+            if not isinstance(override, dict):
+                override = {}
+            entries = ctx.assembler.entries(raw_context, ctx.step) if raw_context else []
+            after = override.get("start_after_message_id")
+            window = transcript.window(policy, after)
+            messages = ctx.assembler.messages(window, transcript.last_user_index, entries)
+            replace = override.get("replace_content")
+            if replace and isinstance(replace, dict):
+                messages = ReplacedContent(messages, replace)
+        if filters:
+            tools = ctx.tools
+            ids = visible_tools(tools, filters)
+            ctx.visible = set(ids)
+            descriptors = [tools[i].descriptor for i in ids]
+        else:
+            ctx.visible = None
+            descriptors = ctx.descriptors
+        return InferenceRequest(
+            ctx.model,
+            messages,
+            descriptors,
+            self._override(params) if params else ctx.params,
+            ctx.run_id,
+            ctx.step,
+        )
+
+    async def infer(self, request: InferenceRequest) -> InferenceResponse:
+        """Stream ``request``; emit text deltas; return the final response."""
+        ctx = self.ctx
+        response: InferenceResponse | None = None
+        emit = ctx.emit
+        model = ctx.model
+        token = ctx.cancel
+        token.arm()
+        try:
+            async for item in ctx.agent.executor.stream(request):
+                if isinstance(item, StreamDelta):
+                    if emit is not None:
+                        emit(
+                            TextDelta(
+                                seq=ctx.next_seq(),
+                                run_id=ctx.run_id,
+                                channel=item.channel,
+                                delta=item.text,
+                            )
+                        )
+                    if token.cancelled:
+                        raise End(Cancelled())
+                else:
+                    response = item
+        except End:
+            raise
+        except asyncio.CancelledError:
+            raise interrupted(token) from None
+        except Exception as exc:
+            raise fail(
+                ProviderFailure(
+                    provider=model.provider,
+                    model=model.model,
+                    message=f"{type(exc).__name__}: {exc}",
+                )
+            ) from exc
+        finally:
+            token.disarm()
+        if response is None:
+            raise fail(
+                ProviderFailure(
+                    provider=model.provider,
+                    model=model.model,
+                    message="the provider's stream ended without a final response",
+                )
+            )
+        return response

@@ -1,0 +1,85 @@
+"""What a parked step leaves in the store: tickets, the parked-run record, closed calls.
+
+Pure functions of the ``RunContext``: the step loop uses them to park a step,
+the resumer to checkpoint each decided call and to re-park what still waits.
+"""
+
+from __future__ import annotations
+
+from ..lifecycle._failures import EndCause
+from ..messages._message import Message, new_id
+from ..state._engine import Scope
+from ..suspension._suspension import ParkedRun, ResumeTicket
+from ._run_context import RunContext
+
+__all__ = ["close_open_calls", "parked_record", "ticket_parked_calls"]
+
+_RUN = Scope.RUN
+
+
+def ticket_parked_calls(ctx: RunContext, snapshot_id: str) -> list[ResumeTicket]:
+    """Turn the calls parked so far into tickets (and forget them as parked)."""
+    tickets = []
+    for parked in ctx.parked:
+        ticket = ResumeTicket(
+            ticket_id=new_id("tkt_"),
+            run_id=ctx.run_id,
+            thread_id=ctx.binding.thread_id,
+            snapshot_id=snapshot_id,
+            fingerprint=ctx.agent.snapshot.fingerprint,
+            await_reason=parked.reason,
+            call=parked.call,
+            payload=parked.payload,
+            deadline=parked.deadline,
+            not_before=parked.not_before,
+        )
+        if ctx.ticket_secret is not None:
+            ticket = ticket.signed(ctx.ticket_secret)
+        tickets.append(ticket)
+    ctx.parked = []
+    return tickets
+
+
+def parked_record(ctx: RunContext, snapshot_id: str, tickets: list[ResumeTicket]) -> ParkedRun:
+    """The stored record of a parked run: where it stopped and which tickets wait."""
+    binding = ctx.binding
+    return ParkedRun(
+        run_id=ctx.run_id,
+        agent_id=ctx.config.id,
+        fingerprint=ctx.agent.snapshot.fingerprint,
+        snapshot_id=snapshot_id,
+        thread_id=binding.thread_id,
+        profile_id=binding.profile_id,
+        namespace=binding.namespace,
+        step=ctx.step,
+        seq=ctx.seq + 1,
+        usage=ctx.usage,
+        cost=ctx.cost,
+        run_state=[(k, v) for (s, k), v in ctx.engine.data.items() if s is _RUN],
+        tickets=tickets,
+        held_messages=list(ctx.held),
+    )
+
+
+def close_open_calls(ctx: RunContext, why: EndCause | str) -> None:
+    """Answer calls of a checkpointed, unfinished step so the thread stays valid."""
+    reason = why if isinstance(why, str) else f"the run ended ({why.kind})."
+    answered = set()
+    transcript = ctx.transcript
+    for message in reversed(transcript.view()):
+        if message.role == "tool":
+            answered.add(message.tool_call_id)
+            continue
+        if message.role == "assistant" and message.tool_calls:
+            for call in message.tool_calls:
+                how = "interrupted" if call.id == ctx.applying else "not executed"
+                if call.id not in answered:
+                    transcript.append(
+                        Message.tool(
+                            call.id,
+                            f"The call was {how}: {reason}",
+                            name=call.name,
+                            metadata={"is_error": True},
+                        )
+                    )
+        break

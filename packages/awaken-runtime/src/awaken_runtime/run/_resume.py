@@ -1,0 +1,159 @@
+"""Resuming a parked run: restore its step, claim the decided tickets, apply the decisions.
+
+A resumed leg rebuilds the run from the store alone (so it works in a new
+process), takes the decided tickets out of the stored record before anything
+runs (the claim), checkpoints each decided call at once, and continues the
+parked step through the same ``AgentLoop`` once no call waits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic_core import to_json
+
+from .._errors import CapabilityBoundError
+from ..lifecycle._failures import Cancelled
+from ..lifecycle._run_state import RunState
+from ..messages._message import ToolCall, new_id
+from ..messages._transcript import Transcript
+from ..plugins._gates import AwaitReason
+from ..state._engine import Scope
+from ..stores._thread_store import ThreadSnapshot
+from ..suspension._suspension import (
+    Approve,
+    Decision,
+    Deny,
+    ParkedRun,
+    Replay,
+    Respond,
+    ResumeTicket,
+    SuspendCall,
+)
+from ..tools._tool import ToolOutput
+from ._loop import AgentLoop, bound_failure
+from ._parking import close_open_calls, parked_record, ticket_parked_calls
+from ._phases import End
+from ._run_context import Parked
+
+__all__ = ["Resumer"]
+
+_RUN = Scope.RUN
+
+
+class Resumer:
+    """Continues (or cancels) a parked run through its ``AgentLoop``."""
+
+    __slots__ = ("loop",)
+
+    def __init__(self, loop: AgentLoop) -> None:
+        self.loop = loop
+
+    def restore(self, snapshot: ThreadSnapshot, parked: ParkedRun) -> None:
+        """Rebuild the run's state from the store for a resumed leg."""
+        ctx = self.loop.ctx
+        ctx.cancel.attach()
+        ctx.parked = []
+        ctx.held = list(parked.held_messages)
+        ctx.resumed = True
+        self.loop.track_stops()
+        ctx.open_step = True
+        ctx.version = snapshot.version
+        ctx.engine.data.update(snapshot.state)
+        ctx.engine.data.update({(_RUN, k): v for k, v in parked.run_state})
+        ctx.transcript = Transcript(snapshot.messages)
+        ctx.step = parked.step
+        ctx.seq = parked.seq  # the parked leg's RunFinish had this seq
+        ctx.usage = parked.usage
+        ctx.cost = parked.cost
+
+    async def claim(self, parked: ParkedRun, ticket_ids: Sequence[str]) -> None:
+        """Take the decided tickets out of the stored record before anything runs.
+
+        Two resumers that loaded the same version race here; the loser gets
+        ``VersionConflict`` before it executes anything, so no call runs twice.
+        """
+        claimed = set(ticket_ids)
+        kept = [t for t in parked.tickets if t.ticket_id not in claimed]
+        record = parked_record(self.loop.ctx, parked.snapshot_id, kept)
+        await self.loop.phases.checkpoint(parked=record, force=True)
+
+    async def resume(
+        self, parked: ParkedRun, decisions: Sequence[tuple[ResumeTicket, Decision]]
+    ) -> RunState:
+        """Apply decisions to their parked calls; continue the step once none wait."""
+        loop = self.loop
+        ctx = loop.ctx
+        decided = {ticket.ticket_id for ticket, _ in decisions}
+        ctx.kept_tickets = [t for t in parked.tickets if t.ticket_id not in decided]
+        loop.start_event()
+        try:
+            for ticket, decision in decisions:
+                await self._apply(ticket, decision)
+                # Each decided call is checkpointed at once, so it is never lost or
+                # redone, whatever happens to the rest of this leg.
+                snapshot_id = new_id("snap_")
+                ctx.kept_tickets = [*ctx.kept_tickets, *ticket_parked_calls(ctx, snapshot_id)]
+                # Until the step ends the thread stays parked (busy), even with no tickets.
+                record = parked_record(ctx, snapshot_id, ctx.kept_tickets)
+                await loop.phases.checkpoint(parked=record, force=True)
+                loop.phases.boundary()
+        except End as end:
+            return await loop.finish(end.cause)
+        except CapabilityBoundError as exc:
+            return await loop.finish(bound_failure(exc))
+        if ctx.parked or ctx.kept_tickets:
+            return await loop.park()
+        ctx.release_held()
+        # A claimed call whose leg crashed earlier never got a result: answer it now.
+        close_open_calls(ctx, "its resume did not complete")
+        return await loop.drive(None, first=True)
+
+    async def _apply(self, ticket: ResumeTicket, decision: Decision) -> None:
+        ctx = self.loop.ctx
+        call = ticket.call
+        ctx.applying = call.id
+        ctx.decision, ctx.ticket = decision, ticket
+        try:
+            await self._apply_decision(ticket, call, decision)
+        finally:
+            ctx.decision = ctx.ticket = None
+
+    async def _apply_decision(
+        self, ticket: ResumeTicket, call: ToolCall, decision: Decision
+    ) -> None:
+        calls = self.loop.calls
+        children = self.loop.ctx.children
+        if ticket.await_reason is AwaitReason.DELEGATION and children is not None:
+            # The decision is for the child's pending call: resume the child.
+            try:
+                outcome = await children.resume(ticket.payload, decision)
+                output = outcome.to_output()
+            except SuspendCall as signal:
+                calls.park(Parked(call, signal.await_reason, signal.payload))
+                return
+            await calls.record(call, output, "success" if not output.is_error else "error", [])
+        elif isinstance(decision, Approve):
+            await calls.call(call, approved=True)
+        elif isinstance(decision, Replay):
+            await calls.call(call.model_copy(update={"arguments": decision.arguments}))
+        elif isinstance(decision, Deny):
+            output = ToolOutput.error(f"The call was denied: {decision.reason}")
+            await calls.record(call, output, "blocked", [])
+        elif isinstance(decision, Respond):
+            value = decision.value
+            content = value if isinstance(value, str) else to_json(value).decode()
+            await calls.record(call, ToolOutput.ok(content), "success", [])
+        else:  # the runtime validates decisions; this guards direct callers
+            raise TypeError(f"not a decision: {decision!r}")
+
+    async def cancel_parked(self, parked: ParkedRun) -> RunState:
+        """End a waiting run as ``Cancelled``; its parked calls get error results."""
+        loop = self.loop
+        ctx = loop.ctx
+        ctx.kept_tickets = []
+        for ticket in parked.tickets:
+            if ticket.await_reason is AwaitReason.DELEGATION and ctx.cancel_child is not None:
+                await ctx.cancel_child(ticket.payload["child_thread_id"])
+        loop.start_event()
+        return await loop.finish(Cancelled())

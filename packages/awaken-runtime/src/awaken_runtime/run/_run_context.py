@@ -1,0 +1,220 @@
+"""``RunContext``: everything one run (or one resumed leg of a run) shares among its parts.
+
+The run is a few collaborating objects (see ``run/AGENTS.md``): the phase
+engine (``PhaseEngine``), inference (``Inference``), the tool-call executor
+(``ToolCallExecutor``), the step loop (``AgentLoop``) and parking/resuming
+(``Legs``). They hold no run state of their own; what changes during a run
+lives here, in one explicit object, so each part can be built and tested with
+a context alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any
+
+from ..messages._transcript import Transcript
+from ..models._model import TokenUsage
+from ..plugins._plugin import PhaseContext, PhaseHookPoint, RunInfo
+from ..state._engine import CommittedBatch, StateEngine
+from ..tools._cancel import CancellationToken
+from ._request import RequestAssembler
+
+if TYPE_CHECKING:
+    from ..agents._resolve import ResolvedAgent
+    from ..delegation._delegation import ChildRunner
+    from ..lifecycle._events import AgentEvent
+    from ..messages._message import Message, ToolCall
+    from ..plugins._actions import ScheduledAction
+    from ..plugins._gates import AwaitReason
+    from ..state._effects import Effect
+    from ..state._engine import Command
+    from ..stores._thread_store import ScopeBinding, ThreadStore
+    from ..suspension._suspension import ResumeTicket
+    from ..tools._tool import Tool
+    from ._stop import StopTracker
+
+__all__ = ["Emit", "Parked", "RunContext"]
+
+Emit = Callable[["AgentEvent"], None]
+
+_USAGE_FIELDS = tuple(
+    attrgetter(f)
+    for f in ("prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens")
+)
+
+
+@dataclass(slots=True)
+class Parked:
+    """A call waiting for a decision, before it becomes a ticket."""
+
+    call: ToolCall
+    reason: AwaitReason
+    payload: dict[str, Any]
+    deadline: datetime | None = None
+    not_before: datetime | None = None
+
+
+class RunContext:
+    """The state of one run leg, read and written by the run's parts.
+
+    Fixed for the leg: ``agent`` (the resolved agent), ``store``, ``binding``,
+    ``run_id``, ``cancel``, ``emit`` and what the step path reads of the
+    (pydantic) snapshot and config, as plain attributes (an attribute read on a
+    pydantic model is several times slower). Changing: the state engine, the
+    transcript, the store version, the step, usage and cost, and what the
+    current step has staged, parked or held back.
+    """
+
+    def __init__(
+        self,
+        agent: ResolvedAgent,
+        store: ThreadStore,
+        binding: ScopeBinding,
+        run_id: str,
+        *,
+        cancel: CancellationToken | None = None,
+        emit: Emit | None = None,
+    ) -> None:
+        self.agent = agent
+        self.config = config = agent.snapshot.config
+        self.model = agent.snapshot.model
+        self.policy = config.context_policy
+        self.params = config.params
+        self.max_steps = config.max_steps
+        self.hooks = agent.hooks
+        self.store = store
+        self.binding = binding
+        self.run_id = run_id
+        self.cancel = cancel or CancellationToken()
+        self.emit = emit
+        self.parent_run_id: str | None = None
+        self.ticket_secret: bytes | None = None
+        self.children: ChildRunner | None = None
+        self.cancel_child: Callable[[str], Awaitable[object]] | None = None
+        """Cancels a waiting child run by thread id (set by the runtime)."""
+        self.delegation_tool_id = "agent_run"
+        self.parallel_limit = 1
+        """How many delegation calls of one response may run at once (1: sequential)."""
+        self.tools: dict[str, Tool] = dict(agent.tools)
+        self.tool_owner: dict[str, str] = dict(agent.tool_owner)
+        self.descriptors = [t.descriptor for t in self.tools.values()]
+        self.visible: set[str] | None = None
+        self.assembler = RequestAssembler(config.instructions)
+        # -- changing during the leg
+        self.engine = StateEngine()
+        self.transcript = Transcript()
+        self.version = 0
+        self.step = 0
+        self.seq = 0
+        self.tokens = [0, 0, 0, 0]  # prompt, completion, cached, reasoning
+        self.uncounted: list[TokenUsage] = []  # folded into tokens when read
+        self.cost: float | None = None
+        self.step_usage = TokenUsage()
+        self.step_delta: list[Command] = []
+        self.pending: list[CommittedBatch] = []
+        self.persisted: list[Message] = []
+        self.final_text = ""
+        self.stop_reason: str | None = None
+        self.stop: StopTracker | None = None
+        self.effects: list[tuple[str, Effect]] = []
+        self.new_actions: list[tuple[str, ScheduledAction]] = []
+        self.parked: list[Parked] = []
+        self.held: list[Message] = []
+        """AFTER_TOOL hook messages, appended once the step's tool results are in."""
+        self.kept_tickets: list[ResumeTicket] = []
+        self.gate_owner: str | None = None
+        self.decision: Any = None
+        self.ticket: Any = None
+        self.applying: str | None = None
+        self.open_step = False
+        self.resumed = False
+        self.started_at: datetime | None = None
+
+    def refresh_descriptors(self) -> None:
+        """Recompute the tool list after tools were added (dynamic tools)."""
+        self.descriptors = [t.descriptor for t in self.tools.values()]
+
+    def next_seq(self) -> int:
+        """The next event sequence number of this run."""
+        self.seq += 1
+        return self.seq
+
+    def info(self) -> RunInfo:
+        """The run's identity as hooks see it."""
+        binding = self.binding
+        return RunInfo(
+            run_id=self.run_id,
+            thread_id=binding.thread_id,
+            agent_id=self.config.id,
+            profile_id=binding.profile_id,
+            namespace=binding.namespace,
+            step=self.step,
+        )
+
+    def hook_context(
+        self, point: PhaseHookPoint | str, plugin_id: str, **extra: Any
+    ) -> PhaseContext:
+        """The read-only context one hook of ``plugin_id`` gets at ``point``."""
+        return PhaseContext(
+            point=point,
+            store=self.engine.store,
+            run=self.info(),
+            messages=self.transcript.view(),
+            plugin_id=plugin_id,
+            children=self.children,
+            decision=self.decision,
+            ticket=self.ticket,
+            **extra,
+        )
+
+    # -- usage ---------------------------------------------------------------
+
+    @property
+    def usage(self) -> TokenUsage:
+        """Tokens used by this run so far."""
+        p, c, cached, reasoning = self.totals()
+        return TokenUsage(
+            prompt_tokens=p, completion_tokens=c, cached_tokens=cached, reasoning_tokens=reasoning
+        )
+
+    @usage.setter
+    def usage(self, value: TokenUsage) -> None:
+        self.uncounted = []
+        self.tokens = [
+            value.prompt_tokens,
+            value.completion_tokens,
+            value.cached_tokens,
+            value.reasoning_tokens,
+        ]
+
+    def totals(self) -> list[int]:
+        """Prompt, completion, cached and reasoning tokens so far.
+
+        Steps only append their usage (one list append on the step path); the
+        sums are folded in here, when something reads them.
+        """
+        uncounted = self.uncounted
+        if uncounted:
+            self.tokens = [
+                total + sum(map(field, uncounted))
+                for total, field in zip(self.tokens, _USAGE_FIELDS, strict=True)
+            ]
+            self.uncounted = []
+        return self.tokens
+
+    def add_usage(self, usage: TokenUsage, cost: float | None) -> None:
+        """Add usage (e.g. a sub-agent's) to this run's and this step's totals."""
+        self.uncounted.append(usage)
+        self.step_usage = self.step_usage + usage
+        if cost is not None:
+            self.cost = (self.cost or 0.0) + cost
+
+    def release_held(self) -> None:
+        """Append the AFTER_TOOL messages held back while the step's calls ran."""
+        for message in self.held:
+            self.transcript.append(message)
+        self.held = []
