@@ -1,6 +1,6 @@
 """litellm round-trip overhead: one streamed chat completion against a local server.
 
-The local OpenAI-compatible test server (tests/providers/openai_server.py) runs
+The local OpenAI-compatible test server (tests/runtime/models/litellm/openai_server.py) runs
 in a subprocess on 127.0.0.1 and streams the same short answer (~10 SSE chunks
 plus a usage chunk) to every request. In one run, interleaved round-robin, we
 time a full streamed round trip (request sent -> ``[DONE]`` consumed) through:
@@ -39,7 +39,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).resolve().parent / "results"
-SERVER = ROOT / "tests" / "providers" / "openai_server.py"
+SERVER = ROOT / "tests" / "runtime" / "models" / "litellm" / "openai_server.py"
 MODEL = "openai/local-model"
 MESSAGES = [
     {"role": "system", "content": "You are a helpful assistant."},

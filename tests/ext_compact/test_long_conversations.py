@@ -130,12 +130,12 @@ async def test_200_turns_scripted_stay_under_the_window(
 
 # -- through litellm and the local OpenAI-compatible server ----------------------
 
-_PROVIDERS = Path(__file__).resolve().parents[1] / "providers"
+_PROVIDERS = Path(__file__).resolve().parents[1] / "runtime" / "models" / "litellm"
 
 
 def _server_module() -> Any:
     if not (_PROVIDERS / "openai_server.py").exists():
-        pytest.skip("tests/providers/openai_server.py is not available")
+        pytest.skip("tests/runtime/models/litellm/openai_server.py is not available")
     pytest.importorskip("litellm")
     if str(_PROVIDERS) not in sys.path:
         sys.path.insert(0, str(_PROVIDERS))

@@ -10,7 +10,7 @@ import pytest
 
 from awaken_runtime import Scope
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "flow_validation.py"
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "flow_validation.py"
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ queued :class:`Reply`:
 * a hanging reply sends nothing until the server stops (or ``hang_s`` passes).
 
 Every request (path, headers, JSON body) is recorded in ``server.requests``.
-Run it by hand with ``python tests/providers/openai_server.py`` (it serves a
+Run it by hand with ``python tests/runtime/models/litellm/openai_server.py`` (it serves a
 canned answer forever and prints its base URL).
 """
 

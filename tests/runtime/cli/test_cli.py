@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[2] / "packages" / "awaken-runtime" / "README.md"
+README = Path(__file__).resolve().parents[3] / "packages" / "awaken-runtime" / "README.md"
 
 
 def awaken(*args: str) -> subprocess.CompletedProcess[str]:
