@@ -1,0 +1,28 @@
+"""A ``RunContext`` without a run, for the unit tests of the run's parts.
+
+``make_context(turns, tools=..., plugins=..., **agent_fields)`` resolves one
+scripted agent (the ``make_runtime`` rig) and returns a fresh ``RunContext``
+on thread ``t`` of the rig's in-memory store; the rig is on ``ctx.rig``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from awaken_runtime import ScopeBinding
+from awaken_runtime.run._run_context import RunContext
+
+
+@pytest.fixture
+def make_context(make_runtime: Callable[..., Any]) -> Callable[..., RunContext]:
+    def build(turns: Any = ("done",), **kwargs: Any) -> RunContext:
+        rig = make_runtime(turns, **kwargs)
+        resolved = rig.runtime._agent(rig.agent_id)
+        ctx = RunContext(resolved, rig.store, ScopeBinding("t", "default", "default"), "run_1")
+        ctx.rig = rig  # type: ignore[attr-defined]
+        return ctx
+
+    return build

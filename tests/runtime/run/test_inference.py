@@ -1,0 +1,116 @@
+"""Inference alone: the request plugins shaped, streamed deltas, typed provider failures."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from awaken_runtime import (
+    ContextMessage,
+    InferenceResponse,
+    Message,
+    StreamDelta,
+    ToolFilter,
+    inject,
+    tool,
+)
+from awaken_runtime.plugins._context import TOOL_FILTER
+from awaken_runtime.run._inference import Inference
+from awaken_runtime.run._phases import End
+from awaken_runtime.state._engine import Command, MergePolicy, Scope, StagedCommand
+
+
+@tool
+def alpha() -> str:
+    """A."""
+    return "a"
+
+
+@tool
+def beta() -> str:
+    """B."""
+    return "b"
+
+
+def test_plain_request_is_the_system_prompt_and_the_transcript(make_context):
+    ctx = make_context(tools=[alpha, beta])
+    ctx.transcript.append(Message.user("hi"))
+    request = Inference(ctx).request()
+    assert [(m.role, m.text) for m in request.messages] == [
+        ("system", ctx.config.instructions),
+        ("user", "hi"),
+    ]
+    assert [d.id for d in request.tools] == ["alpha", "beta"]
+    assert ctx.visible is None
+    assert request.run_id == "run_1"
+
+
+def test_tool_filter_narrows_the_request_and_what_is_visible(make_context):
+    ctx = make_context(tools=[alpha, beta])
+    ctx.transcript.append(Message.user("hi"))
+    only_beta = ToolFilter(only=frozenset({"beta"})).model_dump(mode="json")
+    command = Command.set(
+        TOOL_FILTER, {"p": only_beta}, scope=Scope.RUN, merge=MergePolicy.COMMUTATIVE
+    )
+    ctx.engine.commit("test", [StagedCommand("p", command)])
+    request = Inference(ctx).request()
+    assert [d.id for d in request.tools] == ["beta"]
+    assert ctx.visible == {"beta"}
+
+
+def test_context_entries_reach_this_request_only_in_their_band(make_context):
+    ctx = make_context()
+    ctx.transcript.append(Message.user("question"))
+    entry = ContextMessage(key="note", band="suffix", content="remember X")
+    ctx.engine.commit("test", [StagedCommand("p", inject(entry))])
+    request = Inference(ctx).request()
+    assert [m.text for m in request.messages][-1] == "remember X"
+    assert [m.text for m in ctx.transcript.view()] == ["question"]  # never in the transcript
+
+
+class Executor:
+    def __init__(self, items: list[Any] | Exception) -> None:
+        self.items = items
+
+    async def stream(self, request: Any) -> AsyncIterator[Any]:
+        if isinstance(self.items, Exception):
+            raise self.items
+        for item in self.items:
+            yield item
+
+
+async def test_deltas_become_events_in_order_and_the_response_is_returned(make_context):
+    ctx = make_context()
+    events: list[Any] = []
+    ctx.emit = events.append
+    final = InferenceResponse(text="Hello there")
+    ctx.agent.executor = Executor(
+        [StreamDelta(text="Hel"), StreamDelta(text="lo", channel="reasoning"), final]
+    )
+    response = await Inference(ctx).infer(Inference(ctx).request())
+    assert response is final
+    assert [(e.seq, e.channel, e.delta) for e in events] == [
+        (1, "text", "Hel"),
+        (2, "reasoning", "lo"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "items, message",
+    [
+        (ConnectionError("reset by peer"), "ConnectionError: reset by peer"),
+        ([StreamDelta(text="partial")], "ended without a final response"),
+        ([], "ended without a final response"),
+    ],
+)
+async def test_provider_failures_are_typed_and_name_the_model(make_context, items, message):
+    ctx = make_context()
+    ctx.agent.executor = Executor(items)
+    with pytest.raises(End) as ended:
+        await Inference(ctx).infer(Inference(ctx).request())
+    failure = ended.value.cause.failure
+    assert failure.kind == "provider" and message in failure.message
+    assert (failure.provider, failure.model) == (ctx.model.provider, ctx.model.model)
+    assert not ctx.cancel._armed  # disarmed even on failure

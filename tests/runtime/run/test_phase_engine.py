@@ -1,0 +1,174 @@
+"""PhaseEngine alone: one snapshot per point, bounds at staging, atomic commits, boundaries."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from awaken_runtime import (
+    CapabilityBound,
+    CapabilityBoundError,
+    Command,
+    Contributions,
+    HookReaction,
+    MergePolicy,
+    Message,
+    PhaseContext,
+    PhaseHookPoint,
+    Scope,
+    StagedCommand,
+)
+from awaken_runtime.run._phases import End, PhaseEngine
+
+BI = PhaseHookPoint.BEFORE_INFERENCE
+AT = PhaseHookPoint.AFTER_TOOL
+
+
+def writer(make_plugin: Any, pid: str, key: str, seen: list[Any], point: Any = BI) -> Any:
+    async def hook(ctx: PhaseContext) -> HookReaction:
+        seen.append((pid, ctx.store.get_value("a", Scope.RUN), ctx.store.get_value("b", Scope.RUN)))
+        return HookReaction(commands=[Command.set(key, pid, scope=Scope.RUN)])
+
+    return make_plugin(
+        pid,
+        CapabilityBound(phase_hooks={point}, state_keys=[f"run:{key}"]),
+        Contributions(phase_hooks={point: hook}),
+    )
+
+
+async def test_hooks_of_one_point_share_one_snapshot_and_commit_once(make_context, make_plugin):
+    seen: list[Any] = []
+    ctx = make_context(
+        plugins=[writer(make_plugin, "pa", "a", seen), writer(make_plugin, "pb", "b", seen)]
+    )
+    engine = PhaseEngine(ctx)
+    await engine.phase(BI)
+    # Neither hook saw the other's write: both read the pre-phase snapshot.
+    assert seen == [("pa", None, None), ("pb", None, None)]
+    assert ctx.engine.store.get_value("a", Scope.RUN) == "pa"
+    assert ctx.engine.store.get_value("b", Scope.RUN) == "pb"
+    assert len(ctx.pending) == 1 and len(ctx.pending[0].entries) == 2
+
+
+async def test_exclusive_conflict_commits_nothing(make_context):
+    ctx = make_context()
+    engine = PhaseEngine(ctx)
+    batch = [
+        StagedCommand("p1", Command.set("k", 1, scope=Scope.RUN, merge=MergePolicy.EXCLUSIVE)),
+        StagedCommand("p2", Command.set("k", 2, scope=Scope.RUN, merge=MergePolicy.EXCLUSIVE)),
+    ]
+    with pytest.raises(End) as ended:
+        engine.commit("test", batch)
+    failure = ended.value.cause.failure
+    assert failure.kind == "state_conflict" and failure.key == "k"
+    assert set(failure.producers) == {"p1", "p2"}
+    assert ctx.engine.store.get_value("k", Scope.RUN) is None
+    assert ctx.pending == [] and ctx.step_delta == []
+
+
+def test_stage_refuses_an_undeclared_key_and_stages_nothing_of_it(make_context, make_plugin):
+    plugin = make_plugin("narrow", CapabilityBound(state_keys=["run:mine"]))
+    ctx = make_context(plugins=[plugin])
+    engine = PhaseEngine(ctx)
+    batch: list[StagedCommand] = []
+    engine.stage(batch, "narrow", "narrow", [Command.set("mine", 1, scope=Scope.RUN)])
+    with pytest.raises(CapabilityBoundError, match="narrow") as err:
+        engine.stage(batch, "narrow", "narrow", [Command.set("theirs", 1, scope=Scope.THREAD)])
+    assert "thread:theirs" in str(err.value)
+    assert [c.command.key for c in batch] == ["mine"]
+    # The same key in another scope is another key: not declared either.
+    with pytest.raises(CapabilityBoundError):
+        engine.stage(batch, "narrow", "narrow", [Command.set("mine", 1, scope=Scope.THREAD)])
+
+
+@pytest.mark.parametrize("point", [BI, AT])
+async def test_transcript_messages_only_from_after_tool(make_context, make_plugin, point):
+    async def hook(ctx: PhaseContext) -> HookReaction:
+        return HookReaction(messages=[Message.user("note")])
+
+    plugin = make_plugin(
+        "talker", CapabilityBound(phase_hooks={point}), Contributions(phase_hooks={point: hook})
+    )
+    engine = PhaseEngine(make_context(plugins=[plugin]))
+    if point is AT:
+        assert [m.text for m in await engine.phase(point)] == ["note"]
+    else:
+        with pytest.raises(End) as ended:
+            await engine.phase(point)
+        failure = ended.value.cause.failure
+        assert failure.plugin_id == "talker" and "only AFTER_TOOL" in failure.message
+
+
+@pytest.mark.parametrize("returned", [{"not": "a reaction"}, "text", 3])
+async def test_a_hook_returning_the_wrong_type_is_a_plugin_failure(
+    make_context, make_plugin, returned
+):
+    async def hook(ctx: PhaseContext) -> Any:
+        return returned
+
+    plugin = make_plugin(
+        "odd", CapabilityBound(phase_hooks={BI}), Contributions(phase_hooks={BI: hook})
+    )
+    with pytest.raises(End) as ended:
+        await PhaseEngine(make_context(plugins=[plugin])).phase(BI)
+    failure = ended.value.cause.failure
+    assert (failure.plugin_id, failure.hook) == ("odd", "BEFORE_INFERENCE")
+    assert "return a HookReaction or None" in failure.message
+
+
+async def test_a_raising_hook_names_its_plugin_and_point(make_context, make_plugin):
+    async def hook(ctx: PhaseContext) -> None:
+        raise KeyError("boom")
+
+    plugin = make_plugin(
+        "bad", CapabilityBound(phase_hooks={BI}), Contributions(phase_hooks={BI: hook})
+    )
+    ctx = make_context(plugins=[plugin])
+    with pytest.raises(End) as ended:
+        await PhaseEngine(ctx).phase(BI)
+    failure = ended.value.cause.failure
+    assert (failure.kind, failure.plugin_id, failure.hook) == ("plugin", "bad", "BEFORE_INFERENCE")
+    assert "KeyError" in failure.message
+    assert ctx.pending == []
+
+
+def test_idle_and_boundary(make_context, make_plugin):
+    async def hook(ctx: PhaseContext) -> None:
+        return None
+
+    ctx = make_context(
+        plugins=[
+            make_plugin(
+                "p", CapabilityBound(phase_hooks={BI}), Contributions(phase_hooks={BI: hook})
+            )
+        ]
+    )
+    engine = PhaseEngine(ctx)
+    assert not engine.idle(BI)
+    assert engine.idle(PhaseHookPoint.STEP_END)
+    engine.boundary()  # nothing to stop for
+    ctx.stop_reason = "p: enough"
+    with pytest.raises(End) as ended:
+        engine.boundary()
+    assert ended.value.cause.kind == "stopped" and ended.value.cause.reason == "p: enough"
+    ctx.stop_reason = None
+    ctx.cancel.cancel()
+    with pytest.raises(End) as ended:
+        engine.boundary()
+    assert ended.value.cause.kind == "cancelled"
+
+
+async def test_checkpoint_writes_only_what_is_new(make_context):
+    ctx = make_context()
+    engine = PhaseEngine(ctx)
+    await engine.checkpoint()
+    assert ctx.version == 0  # nothing new: no store write at all
+    ctx.transcript.append(Message.user("hi"))
+    await engine.checkpoint()
+    assert ctx.version == 1
+    assert [m.text for m in ctx.persisted] == ["hi"]
+    snapshot = await ctx.store.load(ctx.binding)
+    assert [m.text for m in snapshot.messages] == ["hi"] and snapshot.version == 1
+    await engine.checkpoint()
+    assert ctx.version == 1
