@@ -1,0 +1,55 @@
+"""Typed errors of the Postgres store, and the mapping from psycopg's errors."""
+
+from __future__ import annotations
+
+import psycopg
+
+from awaken_runtime.stores import StoreCorrupt, StoreError, StoreIOError, StoreSchemaError
+
+__all__ = ["CommitOutcomeUnknown", "PostgresSchemaError", "translate"]
+
+
+class PostgresSchemaError(StoreSchemaError):
+    """The database schema was written by a newer awaken-store-postgres than this one."""
+
+    def __init__(self, where: str, found: int, supported: int) -> None:
+        self.path = where
+        self.found = found
+        self.supported = supported
+        # StoreSchemaError's own message names awaken-runtime; this names the real fix.
+        StoreError.__init__(
+            self,
+            f"store {where} has schema version {found}, but this awaken-store-postgres supports "
+            f"up to version {supported}; upgrade awaken-store-postgres on this machine (every "
+            f"worker must run a version that knows schema {found}) - schemas are never "
+            f"downgraded",
+        )
+
+
+class CommitOutcomeUnknown(StoreError):
+    """The connection broke while the server was committing: the commit may or may not hold.
+
+    Reload the thread: if its version moved past the expected one, the commit
+    (or another writer's) landed; retrying blindly could apply a step twice.
+    """
+
+    def __init__(self, where: str, thread_id: str, error: BaseException) -> None:
+        self.where = where
+        self.thread_id = thread_id
+        self.error = error
+        super().__init__(
+            f"the connection to {where} broke while committing thread {thread_id!r} "
+            f"({type(error).__name__}: {error}); the commit may or may not have been applied - "
+            f"reload the thread and compare its version before retrying"
+        )
+
+
+def translate(where: str, action: str, exc: psycopg.Error) -> StoreError:
+    """The typed store error for a psycopg error raised before anything was committed."""
+    if isinstance(exc, psycopg.errors.UndefinedTable | psycopg.errors.UndefinedColumn):
+        return StoreCorrupt(
+            where,
+            f"a table or column of the awaken schema is missing ({exc}); it was altered by "
+            f"hand or dropped",
+        )
+    return StoreIOError(where, action, exc)

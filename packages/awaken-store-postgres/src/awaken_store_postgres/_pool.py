@@ -1,0 +1,91 @@
+"""The connection pool and transactions of one store, opened (and migrated) on first use."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+
+import psycopg
+from psycopg_pool import AsyncConnectionPool
+
+from ._errors import CommitOutcomeUnknown, translate
+from ._schema import check_schema, migrate, valid_schema
+from ._state_sql import Conn
+
+__all__ = ["Database"]
+
+
+class Database:
+    """A pool of autocommit connections whose ``search_path`` is the store's schema."""
+
+    def __init__(
+        self, dsn: str, schema: str, *, min_size: int = 1, max_size: int = 4, migrate: bool = True
+    ) -> None:
+        self.dsn = dsn
+        self.schema = valid_schema(schema)
+        self.where = f"postgres schema {schema!r}"
+        self.auto_migrate = migrate
+        self.pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
+            dsn,
+            min_size=min_size,
+            max_size=max_size,
+            open=False,
+            kwargs={"autocommit": True, "options": f"-c search_path={schema}"},
+        )
+        self._ready = False
+        self._lock: asyncio.Lock | None = None
+
+    async def open(self) -> None:
+        """Open the pool and migrate the schema (or check it, with ``migrate=False``)."""
+        if self._ready:
+            return
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self._ready:
+                return
+            try:
+                async with await psycopg.AsyncConnection.connect(self.dsn, autocommit=True) as c:
+                    if self.auto_migrate:
+                        await migrate(c, self.schema)
+                    else:
+                        await check_schema(c, self.schema)
+            except psycopg.Error as exc:
+                raise translate(self.where, "open", exc) from exc
+            await self.pool.open(wait=True)
+            self._ready = True
+
+    @asynccontextmanager
+    async def tx(
+        self, action: str, *, write: bool = True, thread_id: str | None = None
+    ) -> AsyncIterator[Conn]:
+        """One transaction; a read is one consistent snapshot (REPEATABLE READ, read only).
+
+        psycopg errors become typed store errors. Nothing is committed unless
+        the block ends normally; if the connection breaks during COMMIT of a
+        thread commit (``thread_id`` given), ``CommitOutcomeUnknown`` says so.
+        """
+        await self.open()
+        committing = False
+        try:
+            async with self.pool.connection() as conn:
+                await conn.execute(
+                    "BEGIN" if write else "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+                )
+                try:
+                    yield conn
+                except BaseException:
+                    with suppress(psycopg.Error):  # the connection may be gone
+                        await conn.execute("ROLLBACK")
+                    raise
+                committing = True
+                await conn.execute("COMMIT")
+        except psycopg.Error as exc:
+            if committing and thread_id is not None and isinstance(exc, psycopg.OperationalError):
+                raise CommitOutcomeUnknown(self.where, thread_id, exc) from exc
+            raise translate(self.where, action, exc) from exc
+
+    async def close(self) -> None:
+        """Close every connection."""
+        await self.pool.close()
