@@ -10,20 +10,30 @@ __all__ = ["CommitOutcomeUnknown", "PostgresSchemaError", "translate"]
 
 
 class PostgresSchemaError(StoreSchemaError):
-    """The database schema was written by a newer awaken-store-postgres than this one."""
+    """The schema's version is not the one this code writes, and it will not be changed.
+
+    Raised on open for a schema newer than the code (any store), and for an
+    older or missing one when the store was opened with ``migrate=False``.
+    """
 
     def __init__(self, where: str, found: int, supported: int) -> None:
         self.path = where
         self.found = found
         self.supported = supported
-        # StoreSchemaError's own message names awaken-runtime; this names the real fix.
-        StoreError.__init__(
-            self,
-            f"store {where} has schema version {found}, but this awaken-store-postgres supports "
-            f"up to version {supported}; upgrade awaken-store-postgres on this machine (every "
-            f"worker must run a version that knows schema {found}) - schemas are never "
-            f"downgraded",
-        )
+        if found > supported:
+            fix = (
+                f"this awaken-store-postgres supports up to version {supported}; upgrade "
+                f"awaken-store-postgres on this machine (every worker must run a version that "
+                f"knows schema {found}) - schemas are never downgraded"
+            )
+        else:
+            fix = (
+                f"this awaken-store-postgres needs version {supported} and was told not to "
+                f"migrate; run `awaken-store-postgres migrate DSN --schema ...` or open the "
+                f"store with migrate=True"
+            )
+        # StoreSchemaError's own message names awaken-runtime; this one names the real fix.
+        StoreError.__init__(self, f"store {where} has schema version {found}, but {fix}")
 
 
 class CommitOutcomeUnknown(StoreError):

@@ -9,8 +9,8 @@ from contextlib import asynccontextmanager, suppress
 import psycopg
 from psycopg_pool import AsyncConnectionPool
 
-from ._errors import CommitOutcomeUnknown, translate
-from ._schema import check_schema, migrate, valid_schema
+from ._errors import CommitOutcomeUnknown, PostgresSchemaError, translate
+from ._schema import SCHEMA_VERSION, check_schema, migrate, valid_schema
 from ._state_sql import Conn
 
 __all__ = ["Database"]
@@ -49,8 +49,8 @@ class Database:
                 async with await psycopg.AsyncConnection.connect(self.dsn, autocommit=True) as c:
                     if self.auto_migrate:
                         await migrate(c, self.schema)
-                    else:
-                        await check_schema(c, self.schema)
+                    elif (found := await check_schema(c, self.schema)) < SCHEMA_VERSION:
+                        raise PostgresSchemaError(self.where, found, SCHEMA_VERSION)
             except psycopg.Error as exc:
                 raise translate(self.where, "open", exc) from exc
             await self.pool.open(wait=True)

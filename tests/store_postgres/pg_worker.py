@@ -1,0 +1,78 @@
+"""A second process for the Postgres tests (run as a script: ``python pg_worker.py CMD ...``).
+
+- ``race DSN SCHEMA TAG``: for each ``go N`` line on stdin, commit this writer's
+  attempt at version N and print ``N won`` or ``N conflict ACTUAL``.
+- ``hold DSN SCHEMA``: take a 1 s lease on thread ``crash`` and exit without releasing it.
+- ``run DSN SCHEMA RUN_ID GATE``: run a scripted agent (step 1 calls ``noop``, step 2
+  calls ``wait_gate``, which blocks until the file GATE exists, then it answers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+from awaken_runtime import Command, Message, Phase, ScopeBinding, ScriptedTurn, VersionConflict
+from awaken_runtime.testing import scripted_runtime
+from awaken_store_conformance import batch, run_record
+from awaken_store_postgres import PostgresStore
+
+
+def attempt(tag: str, n: int) -> tuple[list[Message], list[Any], Any]:
+    """What writer ``tag`` commits in round ``n``: two messages, a batch, a run record."""
+    return (
+        [Message.user(f"{tag}{n}-{x}", id=f"{tag}{n}-{x}") for x in "ab"],
+        [batch(Command.set("last", tag), Command.set(f"only-{tag}{n}", n), revision=n + 1)],
+        run_record(f"run-{tag}{n}", "race", Phase.WAITING),
+    )
+
+
+async def race(dsn: str, schema: str, tag: str) -> None:
+    store = await PostgresStore(dsn, schema=schema).open()
+    bind = ScopeBinding("race", "p", "n")
+    print("ready", flush=True)
+    loop = asyncio.get_running_loop()
+    while line := await loop.run_in_executor(None, sys.stdin.readline):
+        n = int(line.split()[1])
+        messages, batches, record = attempt(tag, n)
+        try:
+            await store.commit(bind, n, messages, batches, record)
+            print(f"{n} won", flush=True)
+        except VersionConflict as exc:
+            print(f"{n} conflict {exc.actual}", flush=True)
+    await store.close()
+
+
+async def hold(dsn: str, schema: str) -> None:
+    store = await PostgresStore(dsn, schema=schema).open()
+    await store.acquire_lease("crash", "dead-worker", 1.0)
+    # Exit without release: the pool's connections close with the process, the row stays.
+
+
+async def run(dsn: str, schema: str, run_id: str, gate: str) -> None:
+    async def noop() -> str:
+        """Does nothing."""
+        return "ok"
+
+    async def wait_gate() -> str:
+        """Blocks until the gate file exists."""
+        while not Path(gate).exists():
+            await asyncio.sleep(0.02)
+        return "opened"
+
+    store = await PostgresStore(dsn, schema=schema).open()
+    rig = scripted_runtime(
+        [ScriptedTurn.call("noop"), ScriptedTurn.call("wait_gate"), "all done"],
+        tools=[noop, wait_gate],
+        store=store,  # type: ignore[arg-type]
+    )
+    async for _event in rig.runtime.stream("agent", "go", thread_id="tail-t", run_id=run_id):
+        pass
+    await store.close()
+
+
+if __name__ == "__main__":
+    command, *args = sys.argv[1:]
+    asyncio.run({"race": race, "hold": hold, "run": run}[command](*args))
