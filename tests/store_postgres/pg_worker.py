@@ -2,6 +2,8 @@
 
 - ``race DSN SCHEMA TAG``: for each ``go N`` line on stdin, commit this writer's
   attempt at version N and print ``N won`` or ``N conflict ACTUAL``.
+- ``commit DSN SCHEMA``: commit round 1 of writer ``k`` to thread ``race`` (killed mid-way by
+  the test).
 - ``hold DSN SCHEMA``: take a 1 s lease on thread ``crash`` and exit without releasing it.
 - ``run DSN SCHEMA RUN_ID GATE``: run a scripted agent (step 1 calls ``noop``, step 2
   calls ``wait_gate``, which blocks until the file GATE exists, then it answers).
@@ -45,6 +47,14 @@ async def race(dsn: str, schema: str, tag: str) -> None:
     await store.close()
 
 
+async def commit(dsn: str, schema: str) -> None:
+    store = await PostgresStore(dsn, schema=schema).open()
+    messages, batches, record = attempt("k", 1)
+    print("ready", flush=True)
+    await store.commit(ScopeBinding("race", "p", "n"), 1, messages, batches, record)
+    print("committed", flush=True)
+
+
 async def hold(dsn: str, schema: str) -> None:
     store = await PostgresStore(dsn, schema=schema).open()
     await store.acquire_lease("crash", "dead-worker", 1.0)
@@ -75,4 +85,4 @@ async def run(dsn: str, schema: str, run_id: str, gate: str) -> None:
 
 if __name__ == "__main__":
     command, *args = sys.argv[1:]
-    asyncio.run({"race": race, "hold": hold, "run": run}[command](*args))
+    asyncio.run({"race": race, "commit": commit, "hold": hold, "run": run}[command](*args))

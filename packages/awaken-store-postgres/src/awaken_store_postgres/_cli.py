@@ -13,6 +13,7 @@ import asyncio
 import sys
 
 import psycopg
+
 from awaken_runtime.stores import StoreError
 
 from ._schema import SCHEMA_VERSION, check_schema, migrate, valid_schema
