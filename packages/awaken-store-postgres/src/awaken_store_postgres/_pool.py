@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, suppress
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext, suppress
 
 import psycopg
 from psycopg_pool import AsyncConnectionPool
@@ -14,6 +14,9 @@ from ._schema import SCHEMA_VERSION, check_schema, migrate, valid_schema
 from ._state_sql import Conn
 
 __all__ = ["Database"]
+
+_BEGIN = "BEGIN"
+_BEGIN_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 
 
 class Database:
@@ -58,33 +61,44 @@ class Database:
 
     @asynccontextmanager
     async def tx(
-        self, action: str, *, write: bool = True, thread_id: str | None = None
+        self,
+        action: str,
+        *,
+        write: bool = True,
+        thread_id: str | None = None,
+        pipeline: bool = False,
     ) -> AsyncIterator[Conn]:
         """One transaction; a read is one consistent snapshot (REPEATABLE READ, read only).
 
         psycopg errors become typed store errors. Nothing is committed unless
-        the block ends normally; if the connection breaks during COMMIT of a
-        thread commit (``thread_id`` given), ``CommitOutcomeUnknown`` says so.
+        the block ends normally; if the connection breaks once COMMIT of a
+        thread commit (``thread_id`` given) is sent, ``CommitOutcomeUnknown``
+        says so. With ``pipeline`` the connection is in pipeline mode: BEGIN,
+        the block's statements and COMMIT go out without waiting for each
+        other, and a result is awaited only when the block fetches it.
         """
         await self.open()
         committing = False
         try:
-            async with self.pool.connection() as conn:
-                await conn.execute(
-                    "BEGIN" if write else "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
-                )
+            async with self.pool.connection() as conn, self._mode(conn, pipeline):
+                await conn.execute(_BEGIN if write else _BEGIN_READ)
                 try:
                     yield conn
+                    committing = True
+                    await conn.execute("COMMIT")
                 except BaseException:
-                    with suppress(psycopg.Error):  # the connection may be gone
-                        await conn.execute("ROLLBACK")
+                    if not committing:
+                        with suppress(psycopg.Error):  # the connection may be gone
+                            await conn.execute("ROLLBACK")
                     raise
-                committing = True
-                await conn.execute("COMMIT")
         except psycopg.Error as exc:
             if committing and thread_id is not None and isinstance(exc, psycopg.OperationalError):
                 raise CommitOutcomeUnknown(self.where, thread_id, exc) from exc
             raise translate(self.where, action, exc) from exc
+
+    @staticmethod
+    def _mode(conn: Conn, pipeline: bool) -> AbstractAsyncContextManager[object]:
+        return conn.pipeline() if pipeline else nullcontext()
 
     async def close(self) -> None:
         """Close every connection."""

@@ -1,5 +1,8 @@
 """Field-wise scoped state in SQL: apply a command, load a scope.
 
+No statement here reads a result, so a commit can send them all in one
+pipeline round trip.
+
 An object value is one ``state`` row of kind ``o`` plus one ``state_fields``
 row per field; any other value is one ``state`` row of kind ``v`` holding
 its JSON. A COMMUTATIVE merge into a stored object upserts only the merged
@@ -42,7 +45,13 @@ _PUT = (
     "ON CONFLICT (scope, owner, key) DO UPDATE SET kind=excluded.kind, value=excluded.value"
 )
 
-_KIND = "SELECT kind FROM state WHERE scope=%(s)s AND owner=%(o)s AND key=%(k)s FOR UPDATE"
+# Make the key an object head, keeping its fields if it already is one (a COMMUTATIVE merge).
+# Fields exist only under an object head, so a plain value or a missing key has none to drop.
+_HEAD = (
+    "INSERT INTO state AS st (scope, owner, key, kind, value) "
+    "VALUES (%(s)s, %(o)s, %(k)s, 'o', NULL) "
+    "ON CONFLICT (scope, owner, key) DO UPDATE SET kind='o', value=NULL WHERE st.kind <> 'o'"
+)
 
 _FIELDS = (
     "INSERT INTO state_fields (scope, owner, key, field, value) "
@@ -64,12 +73,9 @@ async def apply_command(conn: Conn, scope: Scope, owner: str, command: Command) 
         await conn.execute(_PUT, {**args, "kind": "v", "v": dumps(value)})
         return
     if command.merge is MergePolicy.COMMUTATIVE:
-        cur = await conn.execute(_KIND, args)
-        row = await cur.fetchone()
-        if row is not None and row[0] == "o":
-            await _put_fields(conn, args, value)
-            return
-    await conn.execute(_PUT, {**args, "kind": "o", "v": None})
+        await conn.execute(_HEAD, args)
+    else:
+        await conn.execute(_PUT, {**args, "kind": "o", "v": None})
     await _put_fields(conn, args, value)
 
 

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Self
 
+from psycopg.errors import UniqueViolation
 from pydantic import TypeAdapter
 
 from awaken_runtime import (
@@ -17,9 +18,9 @@ from awaken_runtime import (
     ScopeBinding,
     ThreadSnapshot,
 )
-from awaken_runtime.stores import Page, ThreadInfo
+from awaken_runtime.stores import DuplicateMessageId, Page, StoreIOError, ThreadInfo
 
-from ._commit import commit_thread, stored_run
+from ._commit import commit_thread, duplicate_id, stored_run
 from ._extras import PostgresExtras
 from ._pool import Database
 from ._state_sql import load_scopes
@@ -27,6 +28,7 @@ from ._state_sql import load_scopes
 __all__ = ["PostgresStore"]
 
 _MESSAGES = TypeAdapter(list[Message])
+_BY_ID = "messages_by_id"  # the unique index on (thread_id, msg_id)
 
 
 class PostgresStore(PostgresExtras):
@@ -68,7 +70,7 @@ class PostgresStore(PostgresExtras):
     async def load(self, binding: ScopeBinding) -> ThreadSnapshot:
         """The thread, its latest run and its profile and shared state, from one snapshot."""
         tid = binding.thread_id
-        async with self.db.tx(f"load thread {tid!r} from", write=False) as conn:
+        async with self.db.tx(f"load thread {tid!r} from", write=False, pipeline=True) as conn:
             cur = await conn.execute(
                 "SELECT t.version, t.parked, r.body, "
                 "(SELECT string_agg(body, ',' ORDER BY seq) FROM messages WHERE thread_id=%s) "
@@ -108,10 +110,20 @@ class PostgresStore(PostgresExtras):
     ) -> int:
         """Append messages, batches, state, run record and tickets in one transaction."""
         tid = binding.thread_id
-        async with self.db.tx(f"commit thread {tid!r} to", thread_id=tid) as conn:
-            return await commit_thread(
-                conn, binding, expected_version, messages, batches, run_record, parked
-            )
+        try:
+            async with self.db.tx(f"commit thread {tid!r} to", thread_id=tid, pipeline=True) as c:
+                return await commit_thread(
+                    c, binding, expected_version, messages, batches, run_record, parked
+                )
+        except StoreIOError as exc:
+            cause = exc.__cause__
+            if not isinstance(cause, UniqueViolation) or cause.diag.constraint_name != _BY_ID:
+                raise
+            async with self.db.tx(f"check message ids of thread {tid!r} in", write=False) as c:
+                taken = await duplicate_id(c, tid, messages)
+            if taken is None:  # the clashing message was deleted meanwhile: report the original
+                raise
+            raise DuplicateMessageId(tid, taken) from None
 
     # -- reads, runs, threads ---------------------------------------------------------
 

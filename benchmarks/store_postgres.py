@@ -1,0 +1,247 @@
+"""Postgres store: per-step commit cost vs thread size, next to SQLite and LangGraph's Postgres saver.
+
+The step is the one of ``store_append.py`` (imported from it): an assistant
+message with one tool call, its tool result, and one state batch (a counter
+plus one field merged into a COMMUTATIVE object). For each history size H in
+(10, 1,000, 10,000 messages) a thread is seeded with H messages, then S steps
+are committed one by one, round-robin over the three threads. Reported:
+median and p90 ms per step commit, the growth ratio cost(10,000) / cost(10)
+(O(new data) means ~1.0), and the time to load a 10,000-message thread in a
+fresh store object.
+
+Rows, all in the same run on the same machine:
+
+- ``sqlite``: ``SQLiteStore`` (WAL, ``synchronous=NORMAL``: survives a killed
+  process, not a power loss); ``sqlite-full``: ``durable=True``
+  (``synchronous=FULL``: fsync per commit, survives power loss);
+- ``postgres``: ``PostgresStore`` over TCP to the local server, one
+  transaction per commit with the server's durability settings (printed:
+  ``fsync``, ``synchronous_commit``; with both on, COMMIT waits for the WAL
+  flush - comparable to ``sqlite-full``);
+- ``lg-postgres``: LangGraph's ``AsyncPostgresSaver`` (langgraph-checkpoint-postgres)
+  on the same server and settings, saving the same transcript through a
+  ``StateGraph`` with an ``add_messages`` channel, one ``ainvoke`` per step.
+
+Run: ``hatch run bench:store-postgres [--quick]`` (LangGraph is installed in the
+``bench`` env only; elsewhere its row is skipped). Needs
+``AWAKEN_TEST_POSTGRES_DSN`` (default ``postgresql://postgres@127.0.0.1:5432/test``).
+Everything is written to a private schema that is dropped at the end. Writes
+benchmarks/results/store_postgres.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from store_append import HAVE_LANGGRAPH, SIZES, _seed, _stats, _step
+
+from awaken_runtime.stores import ScopeBinding, SQLiteStore
+from awaken_store_postgres import PostgresStore
+
+if HAVE_LANGGRAPH:  # the same LangGraph state as store_append.py (bench env only)
+    from store_append import LGState
+
+RESULTS = Path(__file__).with_name("results")
+DSN = os.environ.get("AWAKEN_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+async def _awaken(make: Any, steps: int) -> dict[str, dict[str, float]]:
+    """Per-step commit times for every history size, interleaved round-robin."""
+    store = make()
+    bindings = {size: ScopeBinding(f"thread-{size}", "p", "ns") for size in SIZES}
+    versions = {size: await _seed(store, bindings[size], size) for size in SIZES}
+    times: dict[int, list[float]] = {size: [] for size in SIZES}
+    for i in range(1, steps + 1):
+        for size in SIZES:
+            messages, batches = _step(size + i)
+            t0 = time.perf_counter()
+            versions[size] = await store.commit(bindings[size], versions[size], messages, batches)
+            times[size].append((time.perf_counter() - t0) * 1000)
+    await store.close()
+    return {str(size): _stats(times[size]) for size in SIZES}
+
+
+async def _load_10k(make: Any) -> float:
+    store = make()
+    b = ScopeBinding("load", "p", "ns")
+    await _seed(store, b, 10_000)
+    await store.close()
+    reader = make()
+    await reader.load(ScopeBinding("warm-up", "p", "ns"))  # open the pool outside the timing
+    t0 = time.perf_counter()
+    snap = await reader.load(b)
+    elapsed = (time.perf_counter() - t0) * 1000
+    assert len(snap.messages) == 10_000
+    await reader.close()
+    return elapsed
+
+
+async def _langgraph(schema: str, size: int, steps: int) -> dict[str, float] | None:
+    if not HAVE_LANGGRAPH:
+        return None
+    try:
+        from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+        from langgraph.graph import StateGraph
+        from psycopg.rows import dict_row
+    except ImportError:
+        return None
+
+    def node(state: LGState) -> dict[str, Any]:
+        return {}
+
+    conn = await psycopg.AsyncConnection.connect(
+        DSN,
+        autocommit=True,
+        prepare_threshold=0,
+        row_factory=dict_row,  # what AsyncPostgresSaver.from_conn_string sets up
+        options=f"-c search_path={schema}",
+    )
+    saver = AsyncPostgresSaver(conn)  # type: ignore[arg-type]
+    await saver.setup()
+    graph = StateGraph(LGState)
+    graph.add_node("step", node)
+    graph.set_entry_point("step")
+    app = graph.compile(checkpointer=saver)
+    config: Any = {"configurable": {"thread_id": f"lg-{size}"}}
+    history = [HumanMessage(f"history {n}: " + "y" * 150, id=f"h{n}") for n in range(size)]
+    await app.ainvoke({"messages": history, "steps": 0, "notes": {}}, config)
+    notes: dict[str, int] = {}
+    times = []
+    for i in range(1, steps + 1):
+        k = size + i
+        ai = AIMessage(
+            f"step {k}",
+            id=f"a{k}",
+            tool_calls=[{"id": f"call-{k}", "name": "lookup", "args": {"q": f"query {k}"}}],
+        )
+        tool = ToolMessage(f"result {k}: " + "x" * 200, tool_call_id=f"call-{k}", id=f"t{k}")
+        notes = {**notes, f"n{k}": k}
+        t0 = time.perf_counter()
+        await app.ainvoke({"messages": [ai, tool], "steps": k, "notes": notes}, config)
+        times.append((time.perf_counter() - t0) * 1000)
+    await conn.close()
+    return _stats(times)
+
+
+def _server() -> dict[str, str]:
+    with psycopg.connect(DSN) as conn:
+        settings = {
+            name: str(conn.execute(f"SHOW {name}".encode()).fetchone()[0])  # type: ignore[index]
+            for name in ("server_version", "fsync", "synchronous_commit", "wal_sync_method")
+        }
+    return settings
+
+
+def _drop(*schemas: str) -> None:
+    with psycopg.connect(DSN, autocommit=True) as conn:
+        for schema in schemas:
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE".encode())
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer steps (a smoke run)")
+    parser.add_argument("--steps", type=int, default=200, help="timed step commits per cell")
+    args = parser.parse_args()
+    steps = 20 if args.quick else args.steps
+    tag = f"{os.getpid()}_{int(time.time())}"
+    schemas = [f"awaken_bench_{tag}", f"awaken_bench_load_{tag}", f"lg_bench_{tag}"]
+    tmp = Path(tempfile.mkdtemp(prefix="awaken-bench-"))
+    server = _server()
+    backends: dict[str, tuple[Any, Any]] = {
+        "sqlite": (
+            lambda: SQLiteStore(tmp / "awaken.db"),
+            lambda: SQLiteStore(tmp / "load.db"),
+        ),
+        "sqlite-full": (
+            lambda: SQLiteStore(tmp / "full.db", durable=True),
+            lambda: SQLiteStore(tmp / "load-full.db", durable=True),
+        ),
+        "postgres": (
+            lambda: PostgresStore(DSN, schema=schemas[0]),
+            lambda: PostgresStore(DSN, schema=schemas[1]),
+        ),
+    }
+    rows: dict[str, Any] = {}
+    try:
+        for name, (make, make_load) in backends.items():
+            gc.collect()
+            cells = await _awaken(make, steps)
+            growth = cells[str(SIZES[-1])]["median_ms"] / cells[str(SIZES[0])]["median_ms"]
+            rows[name] = {
+                "steps": cells,
+                "growth_10k_over_10": growth,
+                "load_10k_ms": await _load_10k(make_load),
+            }
+        lg: dict[str, Any] = {}
+        if not os.environ.get("SKIP_LANGGRAPH"):
+            for size in SIZES:
+                # LangGraph's cost grows with H: fewer timed steps at large H keep the run short.
+                lg_steps = max(10, min(steps, 3_000_000 // (size * 300 + 1) + 10))
+                lg[str(size)] = await _langgraph(schemas[2], size, lg_steps)
+    finally:
+        _drop(*schemas)
+    _print(rows, lg, server)
+    report = {
+        "when": datetime.now(UTC).isoformat(),
+        "python": sys.version.split()[0],
+        "machine": platform.platform(),
+        "server": server,
+        "steps_per_cell": steps,
+        "durability": {
+            "sqlite": "WAL, synchronous=NORMAL (survives a killed process)",
+            "sqlite-full": "WAL, synchronous=FULL (fsync per commit)",
+            "postgres": "one transaction per commit; server fsync/synchronous_commit as above",
+            "lg-postgres": "AsyncPostgresSaver, autocommit writes; same server settings",
+        },
+        "awaken": rows,
+        "langgraph_postgres": lg,
+    }
+    RESULTS.mkdir(exist_ok=True)
+    out = RESULTS / ("store_postgres_quick.json" if args.quick else "store_postgres.json")
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"\nwrote {out}")
+
+
+def _cell(stats: dict[str, float] | None) -> str:
+    if not stats:
+        return f"{'-':>17}"
+    return f"{stats['median_ms']:>8.3f} ({stats['p90_ms']:>6.3f})"
+
+
+def _print(rows: dict[str, Any], lg: dict[str, Any], server: dict[str, str]) -> None:
+    print(
+        f"PostgreSQL {server['server_version']}: fsync={server['fsync']}, "
+        f"synchronous_commit={server['synchronous_commit']}, "
+        f"wal_sync_method={server['wal_sync_method']}"
+    )
+    print("per-step commit cost, median ms (p90)")
+    print("backend      " + "".join(f"{f'H={s:,}':>17}" for s in SIZES) + "   10k/10   load 10k")
+    for name, row in rows.items():
+        cells = "".join(_cell(row["steps"][str(s)]) for s in SIZES)
+        print(f"{name:<13}{cells}   {row['growth_10k_over_10']:>5.2f}x  {row['load_10k_ms']:>6.1f} ms")
+    if not lg or all(v is None for v in lg.values()):
+        print("lg-postgres  (skipped: install langgraph and langgraph-checkpoint-postgres)")
+        return
+    growth = lg[str(SIZES[-1])]["median_ms"] / lg[str(SIZES[0])]["median_ms"]
+    print(f"{'lg-postgres':<13}{''.join(_cell(lg[str(s)]) for s in SIZES)}   {growth:>5.2f}x")
+    pg = rows["postgres"]["steps"]
+    ratio = "".join(f"{lg[str(s)]['median_ms'] / pg[str(s)]['median_ms']:>16.1f}x" for s in SIZES)
+    print(f"{'lg/postgres':<13}{ratio}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
