@@ -1,4 +1,4 @@
-"""Postgres store: per-step commit cost vs thread size, next to SQLite and LangGraph's Postgres saver.
+"""Postgres store: per-step commit cost vs thread size, next to SQLite and LangGraph on Postgres.
 
 The step is the one of ``store_append.py`` (imported from it): an assistant
 message with one tool call, its tool result, and one state batch (a counter
@@ -232,7 +232,8 @@ def _print(rows: dict[str, Any], lg: dict[str, Any], server: dict[str, str]) -> 
     print("backend      " + "".join(f"{f'H={s:,}':>17}" for s in SIZES) + "   10k/10   load 10k")
     for name, row in rows.items():
         cells = "".join(_cell(row["steps"][str(s)]) for s in SIZES)
-        print(f"{name:<13}{cells}   {row['growth_10k_over_10']:>5.2f}x  {row['load_10k_ms']:>6.1f} ms")
+        growth, load = row["growth_10k_over_10"], row["load_10k_ms"]
+        print(f"{name:<13}{cells}   {growth:>5.2f}x  {load:>6.1f} ms")
     if not lg or all(v is None for v in lg.values()):
         print("lg-postgres  (skipped: install langgraph and langgraph-checkpoint-postgres)")
         return
