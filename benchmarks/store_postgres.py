@@ -18,6 +18,9 @@ Rows, all in the same run on the same machine:
   transaction per commit with the server's durability settings (printed:
   ``fsync``, ``synchronous_commit``; with both on, COMMIT waits for the WAL
   flush - comparable to ``sqlite-full``);
+- ``postgres-async``: ``durable=False`` (``synchronous_commit=off``: COMMIT does not
+  wait for the WAL flush; survives a killed process, a server crash may lose
+  the last commits - comparable to ``sqlite``);
 - ``lg-postgres``: LangGraph's ``AsyncPostgresSaver`` (langgraph-checkpoint-postgres)
   on the same server and settings, saving the same transcript through a
   ``StateGraph`` with an ``add_messages`` channel, one ``ainvoke`` per step.
@@ -109,6 +112,7 @@ async def _langgraph(schema: str, size: int, steps: int) -> dict[str, float] | N
         row_factory=dict_row,  # what AsyncPostgresSaver.from_conn_string sets up
         options=f"-c search_path={schema}",
     )
+    await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}".encode())
     saver = AsyncPostgresSaver(conn)  # type: ignore[arg-type]
     await saver.setup()
     graph = StateGraph(LGState)
@@ -157,8 +161,8 @@ async def main() -> None:
     parser.add_argument("--steps", type=int, default=200, help="timed step commits per cell")
     args = parser.parse_args()
     steps = 20 if args.quick else args.steps
-    tag = f"{os.getpid()}_{int(time.time())}"
-    schemas = [f"awaken_bench_{tag}", f"awaken_bench_load_{tag}", f"lg_bench_{tag}"]
+    tag = f"bench_{os.getpid()}_{int(time.time())}"
+    schemas = [f"{kind}_{tag}" for kind in ("aw", "aw_load", "lg", "aw_async", "aw_async_load")]
     tmp = Path(tempfile.mkdtemp(prefix="awaken-bench-"))
     server = _server()
     backends: dict[str, tuple[Any, Any]] = {
@@ -173,6 +177,10 @@ async def main() -> None:
         "postgres": (
             lambda: PostgresStore(DSN, schema=schemas[0]),
             lambda: PostgresStore(DSN, schema=schemas[1]),
+        ),
+        "postgres-async": (
+            lambda: PostgresStore(DSN, schema=schemas[3], durable=False),
+            lambda: PostgresStore(DSN, schema=schemas[4], durable=False),
         ),
     }
     rows: dict[str, Any] = {}
@@ -205,7 +213,8 @@ async def main() -> None:
             "sqlite": "WAL, synchronous=NORMAL (survives a killed process)",
             "sqlite-full": "WAL, synchronous=FULL (fsync per commit)",
             "postgres": "one transaction per commit; server fsync/synchronous_commit as above",
-            "lg-postgres": "AsyncPostgresSaver, autocommit writes; same server settings",
+            "postgres-async": "durable=False: synchronous_commit=off for the store's sessions",
+            "lg-postgres": "AsyncPostgresSaver, autocommit writes; server settings as above",
         },
         "awaken": rows,
         "langgraph_postgres": lg,
@@ -229,19 +238,19 @@ def _print(rows: dict[str, Any], lg: dict[str, Any], server: dict[str, str]) -> 
         f"wal_sync_method={server['wal_sync_method']}"
     )
     print("per-step commit cost, median ms (p90)")
-    print("backend      " + "".join(f"{f'H={s:,}':>17}" for s in SIZES) + "   10k/10   load 10k")
+    print("backend        " + "".join(f"{f'H={s:,}':>17}" for s in SIZES) + "   10k/10   load 10k")
     for name, row in rows.items():
         cells = "".join(_cell(row["steps"][str(s)]) for s in SIZES)
         growth, load = row["growth_10k_over_10"], row["load_10k_ms"]
-        print(f"{name:<13}{cells}   {growth:>5.2f}x  {load:>6.1f} ms")
+        print(f"{name:<15}{cells}   {growth:>5.2f}x  {load:>6.1f} ms")
     if not lg or all(v is None for v in lg.values()):
         print("lg-postgres  (skipped: install langgraph and langgraph-checkpoint-postgres)")
         return
     growth = lg[str(SIZES[-1])]["median_ms"] / lg[str(SIZES[0])]["median_ms"]
-    print(f"{'lg-postgres':<13}{''.join(_cell(lg[str(s)]) for s in SIZES)}   {growth:>5.2f}x")
+    print(f"{'lg-postgres':<15}{''.join(_cell(lg[str(s)]) for s in SIZES)}   {growth:>5.2f}x")
     pg = rows["postgres"]["steps"]
     ratio = "".join(f"{lg[str(s)]['median_ms'] / pg[str(s)]['median_ms']:>16.1f}x" for s in SIZES)
-    print(f"{'lg/postgres':<13}{ratio}")
+    print(f"{'lg/postgres':<15}{ratio}")
 
 
 if __name__ == "__main__":

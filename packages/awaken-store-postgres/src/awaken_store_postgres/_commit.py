@@ -43,12 +43,12 @@ _CREATE = (
 )
 _MESSAGES = (
     "INSERT INTO messages (thread_id, seq, msg_id, body) "
-    "SELECT %s, %s + n, i, b FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS m(i, b, n)"
+    "SELECT %s, %s + n, i, b FROM unnest(%b::text[], %b::text[]) WITH ORDINALITY AS m(i, b, n)"
 )
-_CALLS = "INSERT INTO tool_calls SELECT %s, unnest(%s::text[]) ON CONFLICT DO NOTHING"
+_CALLS = "INSERT INTO tool_calls SELECT %s, unnest(%b::text[]) ON CONFLICT DO NOTHING"
 _BATCHES = (
     "INSERT INTO batches (thread_id, seq, body) "
-    "SELECT %s, %s + n, b FROM unnest(%s::text[]) WITH ORDINALITY AS x(b, n)"
+    "SELECT %s, %s + n, b FROM unnest(%b::text[]) WITH ORDINALITY AS x(b, n)"
 )
 _GET_RUN = "SELECT body FROM runs WHERE run_id=%s"
 _KNOWN_CALLS = "SELECT call_id FROM tool_calls WHERE thread_id=%s AND call_id = ANY(%s)"

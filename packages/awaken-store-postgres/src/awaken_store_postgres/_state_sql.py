@@ -55,7 +55,7 @@ _HEAD = (
 
 _FIELDS = (
     "INSERT INTO state_fields (scope, owner, key, field, value) "
-    "SELECT %(s)s, %(o)s, %(k)s, f, v FROM unnest(%(fs)s::bytea[], %(vs)s::text[]) "
+    "SELECT %(s)s, %(o)s, %(k)s, f, v FROM unnest(%(fs)b::bytea[], %(vs)b::text[]) "
     "WITH ORDINALITY AS x(f, v, n) ORDER BY n "
     "ON CONFLICT (scope, owner, key, field) DO UPDATE SET value=excluded.value"
 )
@@ -94,7 +94,7 @@ async def load_scopes(
     pairs = list(owners)
     scopes = [s.value for s, _o in pairs]
     names = [o for _s, o in pairs]
-    match = "(scope, owner) IN (SELECT * FROM unnest(%s::text[], %s::text[]))"
+    match = "(scope, owner) IN (SELECT * FROM unnest(%b::text[], %b::text[]))"
     cur = await conn.execute(
         f"SELECT scope, key, kind, value FROM state WHERE {match} ORDER BY ord", (scopes, names)
     )

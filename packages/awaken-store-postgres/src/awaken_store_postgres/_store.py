@@ -38,6 +38,10 @@ class PostgresStore(PostgresExtras):
     store in another process); the pool opens and the schema is created or
     migrated on :meth:`open` or the first call. ``migrate=False`` only checks
     the schema and refuses a missing or older one as well as a newer one.
+    ``durable=False`` sets ``synchronous_commit=off`` for the store's sessions:
+    COMMIT does not wait for the WAL flush, so a server crash may lose the
+    last commits (a killed worker loses nothing it committed); the default
+    waits, as ``SQLiteStore(durable=True)`` does.
     """
 
     def __init__(
@@ -49,8 +53,11 @@ class PostgresStore(PostgresExtras):
         min_size: int = 1,
         max_size: int = 4,
         migrate: bool = True,
+        durable: bool = True,
     ) -> None:
-        self.db = Database(dsn, schema, min_size=min_size, max_size=max_size, migrate=migrate)
+        self.db = Database(
+            dsn, schema, min_size=min_size, max_size=max_size, migrate=migrate, durable=durable
+        )
         self.lease_ttl = lease_ttl
         """Seconds a run's lease on a thread lives without renewal."""
 
