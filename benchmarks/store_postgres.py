@@ -1,6 +1,6 @@
 """Postgres store: per-step commit cost vs thread size, next to SQLite and LangGraph on Postgres.
 
-The step is the one of ``store_append.py`` (imported from it): an assistant
+The step and its timing loop are those of ``store_append.py`` (imported from it): an assistant
 message with one tool call, its tool result, and one state batch (a counter
 plus one field merged into a COMMUTATIVE object). For each history size H in
 (10, 1,000, 10,000 messages) a thread is seeded with H messages, then S steps
@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from store_append import HAVE_LANGGRAPH, SIZES, _seed, _stats, _step
+from store_append import HAVE_LANGGRAPH, SIZES, _awaken, _seed, _stats
 
 from awaken_runtime.stores import ScopeBinding, SQLiteStore
 from awaken_store_postgres import PostgresStore
@@ -58,22 +58,6 @@ if HAVE_LANGGRAPH:  # the same LangGraph state as store_append.py (bench env onl
 
 RESULTS = Path(__file__).with_name("results")
 DSN = os.environ.get("AWAKEN_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
-
-
-async def _awaken(make: Any, steps: int) -> dict[str, dict[str, float]]:
-    """Per-step commit times for every history size, interleaved round-robin."""
-    store = make()
-    bindings = {size: ScopeBinding(f"thread-{size}", "p", "ns") for size in SIZES}
-    versions = {size: await _seed(store, bindings[size], size) for size in SIZES}
-    times: dict[int, list[float]] = {size: [] for size in SIZES}
-    for i in range(1, steps + 1):
-        for size in SIZES:
-            messages, batches = _step(size + i)
-            t0 = time.perf_counter()
-            versions[size] = await store.commit(bindings[size], versions[size], messages, batches)
-            times[size].append((time.perf_counter() - t0) * 1000)
-    await store.close()
-    return {str(size): _stats(times[size]) for size in SIZES}
 
 
 async def _load_10k(make: Any) -> float:
@@ -244,7 +228,7 @@ def _print(rows: dict[str, Any], lg: dict[str, Any], server: dict[str, str]) -> 
         growth, load = row["growth_10k_over_10"], row["load_10k_ms"]
         print(f"{name:<15}{cells}   {growth:>5.2f}x  {load:>6.1f} ms")
     if not lg or all(v is None for v in lg.values()):
-        print("lg-postgres  (skipped: install langgraph and langgraph-checkpoint-postgres)")
+        print("lg-postgres  (skipped: needs langgraph-checkpoint-postgres, installed in the bench env)")
         return
     growth = lg[str(SIZES[-1])]["median_ms"] / lg[str(SIZES[0])]["median_ms"]
     print(f"{'lg-postgres':<15}{''.join(_cell(lg[str(s)]) for s in SIZES)}   {growth:>5.2f}x")
