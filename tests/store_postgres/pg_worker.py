@@ -5,6 +5,8 @@
 - ``commit DSN SCHEMA``: commit round 1 of writer ``k`` to thread ``race`` (killed mid-way by
   the test).
 - ``hold DSN SCHEMA``: take a 1 s lease on thread ``crash`` and exit without releasing it.
+- ``park DSN SCHEMA THREAD``: run the ``asker`` runtime of :func:`asker` until it parks on
+  a question; print the ticket as JSON.
 - ``run DSN SCHEMA RUN_ID GATE``: run a scripted agent (step 1 calls ``noop``, step 2
   calls ``wait_gate``, which blocks until the file GATE exists, then it answers).
 """
@@ -16,7 +18,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from awaken_runtime import Command, Message, Phase, ScopeBinding, ScriptedTurn, VersionConflict
+from awaken_runtime import (
+    AwaitReason,
+    Command,
+    Message,
+    Phase,
+    Runtime,
+    ScopeBinding,
+    ScriptedTurn,
+    SuspendCall,
+    ToolCall,
+    VersionConflict,
+)
 from awaken_runtime.testing import scripted_runtime
 from awaken_store_conformance import batch, run_record
 from awaken_store_postgres import PostgresStore
@@ -55,6 +68,30 @@ async def commit(dsn: str, schema: str) -> None:
     print("committed", flush=True)
 
 
+def _asker_turn(request: Any) -> ScriptedTurn | str:
+    if any(m.role == "tool" for m in request.messages):
+        return "thanks"
+    return ScriptedTurn(tool_calls=[ToolCall(id="ask-1", name="ask", arguments={"q": "colour?"})])
+
+
+async def ask(q: str) -> str:
+    """Ask the user."""
+    raise SuspendCall(AwaitReason.USER_INPUT, {"question": q})
+
+
+def asker(store: PostgresStore) -> Runtime:
+    """The runtime both processes build (the same agent fingerprint): it asks, then thanks."""
+    rig = scripted_runtime([_asker_turn], tools=[ask], repeat=True, store=store)  # type: ignore[arg-type]
+    return rig.runtime
+
+
+async def park(dsn: str, schema: str, thread_id: str) -> None:
+    store = await PostgresStore(dsn, schema=schema).open()
+    state = await asker(store).run("agent", "question please", thread_id=thread_id)
+    print(state.tickets[0].model_dump_json(), flush=True)
+    await store.close()
+
+
 async def hold(dsn: str, schema: str) -> None:
     store = await PostgresStore(dsn, schema=schema).open()
     await store.acquire_lease("crash", "dead-worker", 1.0)
@@ -85,4 +122,6 @@ async def run(dsn: str, schema: str, run_id: str, gate: str) -> None:
 
 if __name__ == "__main__":
     command, *args = sys.argv[1:]
-    asyncio.run({"race": race, "commit": commit, "hold": hold, "run": run}[command](*args))
+    asyncio.run(
+        {"race": race, "commit": commit, "hold": hold, "park": park, "run": run}[command](*args)
+    )
