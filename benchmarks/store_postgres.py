@@ -228,7 +228,7 @@ def _print(rows: dict[str, Any], lg: dict[str, Any], server: dict[str, str]) -> 
         growth, load = row["growth_10k_over_10"], row["load_10k_ms"]
         print(f"{name:<15}{cells}   {growth:>5.2f}x  {load:>6.1f} ms")
     if not lg or all(v is None for v in lg.values()):
-        print("lg-postgres  (skipped: needs langgraph-checkpoint-postgres, installed in the bench env)")
+        print("lg-postgres  (skipped: needs langgraph-checkpoint-postgres, in the bench env)")
         return
     growth = lg[str(SIZES[-1])]["median_ms"] / lg[str(SIZES[0])]["median_ms"]
     print(f"{'lg-postgres':<15}{''.join(_cell(lg[str(s)]) for s in SIZES)}   {growth:>5.2f}x")

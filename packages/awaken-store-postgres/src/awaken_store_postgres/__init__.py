@@ -16,10 +16,16 @@ an expiry on the database's clock.
 
 from __future__ import annotations
 
-from ._errors import CommitOutcomeUnknown, PostgresSchemaError
+from ._errors import CommitOutcomeUnknown, PostgresSchemaError, UnstorableText
 from ._schema import SCHEMA_VERSION
 from ._store import PostgresStore
 
-__all__ = ["SCHEMA_VERSION", "CommitOutcomeUnknown", "PostgresSchemaError", "PostgresStore"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "CommitOutcomeUnknown",
+    "PostgresSchemaError",
+    "PostgresStore",
+    "UnstorableText",
+]
 
 __version__ = "0.1.0"

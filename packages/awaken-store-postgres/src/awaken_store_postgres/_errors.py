@@ -6,7 +6,7 @@ import psycopg
 
 from awaken_runtime.stores import StoreCorrupt, StoreError, StoreIOError, StoreSchemaError
 
-__all__ = ["CommitOutcomeUnknown", "PostgresSchemaError", "translate"]
+__all__ = ["CommitOutcomeUnknown", "PostgresSchemaError", "UnstorableText", "translate"]
 
 
 class PostgresSchemaError(StoreSchemaError):
@@ -54,8 +54,29 @@ class CommitOutcomeUnknown(StoreError):
         )
 
 
+class UnstorableText(StoreError, ValueError):
+    """An id (thread, profile, namespace, run, message, call, agent, holder) contains NUL.
+
+    PostgreSQL ``text`` cannot hold the NUL character; nothing was written.
+    """
+
+    def __init__(self, where: str, action: str) -> None:
+        self.where = where
+        self.action = action
+        super().__init__(
+            f"could not {action} {where}: an id contains a NUL character (\\x00), which "
+            f"PostgreSQL text cannot store; nothing was written - remove the NUL from the id "
+            f"(state keys, object fields and values may contain it)"
+        )
+
+
 def translate(where: str, action: str, exc: psycopg.Error) -> StoreError:
     """The typed store error for a psycopg error raised before anything was committed."""
+    # psycopg refuses a NUL in a text parameter; the server, in a binary text array.
+    if (isinstance(exc, psycopg.DataError) and "NUL" in str(exc)) or (
+        isinstance(exc, psycopg.errors.CharacterNotInRepertoire) and "0x00" in str(exc)
+    ):
+        return UnstorableText(where, action)
     if isinstance(exc, psycopg.errors.UndefinedTable | psycopg.errors.UndefinedColumn):
         return StoreCorrupt(
             where,
