@@ -103,7 +103,9 @@ async def test_a_backend_killed_during_commit_reports_an_unknown_outcome(
         cur = await locker.execute("SELECT query FROM pg_stat_activity WHERE pid=%s", (pid,))
         assert (await cur.fetchone()) == ("COMMIT",)
         await locker.execute("SELECT pg_terminate_backend(%s)", (pid,))
-        with pytest.raises(CommitOutcomeUnknown, match="reload the thread") as info:
+        with pytest.raises(
+            CommitOutcomeUnknown, match="reload thread 'race' and compare its version"
+        ) as info:
             await asyncio.wait_for(task, 30)
         assert info.value.thread_id == "race"
         await locker.execute(f"DROP TRIGGER stall ON {schema}.messages".encode())

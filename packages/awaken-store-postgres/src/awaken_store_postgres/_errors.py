@@ -37,20 +37,29 @@ class PostgresSchemaError(StoreSchemaError):
 
 
 class CommitOutcomeUnknown(StoreError):
-    """The connection broke while the server was committing: the commit may or may not hold.
+    """The connection broke after COMMIT was sent: the write may or may not hold.
 
-    Reload the thread: if its version moved past the expected one, the commit
-    (or another writer's) landed; retrying blindly could apply a step twice.
+    For a thread commit, reload the thread: if its version moved past the
+    expected one, the commit (or another writer's) landed; retrying blindly
+    could apply a step twice.
     """
 
-    def __init__(self, where: str, thread_id: str, error: BaseException) -> None:
+    def __init__(
+        self, where: str, action: str, error: BaseException, thread_id: str | None = None
+    ) -> None:
         self.where = where
+        self.action = action
         self.thread_id = thread_id
         self.error = error
+        check = (
+            f"reload thread {thread_id!r} and compare its version before retrying"
+            if thread_id is not None
+            else "read it back before retrying"
+        )
         super().__init__(
-            f"the connection to {where} broke while committing thread {thread_id!r} "
-            f"({type(error).__name__}: {error}); the commit may or may not have been applied - "
-            f"reload the thread and compare its version before retrying"
+            f"the connection to {where} broke during COMMIT (to {action} it: "
+            f"{type(error).__name__}: {error}); the write may or may not have been applied - "
+            f"{check}"
         )
 
 

@@ -86,8 +86,8 @@ class Database:
 
         psycopg errors become typed store errors. Nothing is committed unless
         the block ends normally; if the connection breaks once COMMIT of a
-        thread commit (``thread_id`` given) is sent, ``CommitOutcomeUnknown``
-        says so. With ``pipeline`` the connection is in pipeline mode: BEGIN,
+        write is sent, ``CommitOutcomeUnknown`` says so (naming ``thread_id``
+        for a thread commit). With ``pipeline`` the connection is in pipeline mode: BEGIN,
         the block's statements and COMMIT go out without waiting for each
         other, and a result is awaited only when the block fetches it.
         """
@@ -106,8 +106,8 @@ class Database:
                             await conn.execute("ROLLBACK")
                     raise
         except psycopg.Error as exc:
-            if committing and thread_id is not None and isinstance(exc, psycopg.OperationalError):
-                raise CommitOutcomeUnknown(self.where, thread_id, exc) from exc
+            if committing and write and isinstance(exc, psycopg.OperationalError):
+                raise CommitOutcomeUnknown(self.where, action, exc, thread_id) from exc
             raise translate(self.where, action, exc) from exc
 
     @staticmethod

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import aclosing
 from typing import TYPE_CHECKING
 
 import psycopg
@@ -63,9 +64,11 @@ async def tail(
             if len(page) == _PAGE:
                 continue  # more is already stored
             # Wait for an append to this run (or re-read after `idle` as a safety net).
-            async for note in listener.notifies(timeout=idle):
-                if note.payload == key:
-                    break
+            # aclosing: a generator left open by `break` would keep the connection's lock.
+            async with aclosing(listener.notifies(timeout=idle)) as notes:
+                async for note in notes:
+                    if note.payload == key:
+                        break
     except psycopg.Error as exc:
         raise translate(db.where, f"follow events of run {run_id!r} in", exc) from exc
     finally:
