@@ -7,6 +7,9 @@
 - ``hold DSN SCHEMA``: take a 1 s lease on thread ``crash`` and exit without releasing it.
 - ``park DSN SCHEMA THREAD``: run the ``asker`` runtime of :func:`asker` until it parks on
   a question; print the ticket as JSON.
+- ``crash DSN SCHEMA THREAD``: the crash child of ``tests/stores/agent_script.py`` (the
+  ``worker`` agent, one ``work(k)`` step after another, ``step K`` printed after each
+  checkpoint) on this store, with a 0.3 s lease, until it is killed.
 - ``run DSN SCHEMA RUN_ID GATE``: run a scripted agent (step 1 calls ``noop``, step 2
   calls ``wait_gate``, which blocks until the file GATE exists, then it answers).
 """
@@ -92,6 +95,25 @@ async def park(dsn: str, schema: str, thread_id: str) -> None:
     await store.close()
 
 
+def agent_script() -> Any:
+    """``tests/stores/agent_script.py``, the runtime the SQLite and file crash tests use."""
+    import importlib.util
+
+    path = Path(__file__).parent.parent / "stores" / "agent_script.py"
+    spec = importlib.util.spec_from_file_location("awaken_agent_script_pg", path)
+    assert spec is not None and spec.loader is not None
+    module: Any = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+async def crash(dsn: str, schema: str, thread_id: str) -> None:
+    script = agent_script()
+    # Its child opens the store by URL; `open_store` knows no postgresql:// scheme.
+    script.open_store = lambda _url: PostgresStore(dsn, schema=schema, lease_ttl=0.3)
+    await script._crash("postgres", thread_id)
+
+
 async def hold(dsn: str, schema: str) -> None:
     store = await PostgresStore(dsn, schema=schema).open()
     await store.acquire_lease("crash", "dead-worker", 1.0)
@@ -123,5 +145,12 @@ async def run(dsn: str, schema: str, run_id: str, gate: str) -> None:
 if __name__ == "__main__":
     command, *args = sys.argv[1:]
     asyncio.run(
-        {"race": race, "commit": commit, "hold": hold, "park": park, "run": run}[command](*args)
+        {
+            "race": race,
+            "commit": commit,
+            "crash": crash,
+            "hold": hold,
+            "park": park,
+            "run": run,
+        }[command](*args)
     )
