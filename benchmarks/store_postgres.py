@@ -48,13 +48,10 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from store_append import HAVE_LANGGRAPH, SIZES, _awaken, _seed, _stats
+from store_append import HAVE_LANGGRAPH, SIZES, _awaken, _seed, _stats, lg_app, lg_history, lg_step
 
 from awaken_runtime.stores import ScopeBinding, SQLiteStore
 from awaken_store_postgres import PostgresStore
-
-if HAVE_LANGGRAPH:  # the same LangGraph state as store_append.py (bench env only)
-    from store_append import LGState
 
 RESULTS = Path(__file__).with_name("results")
 DSN = os.environ.get("AWAKEN_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
@@ -79,15 +76,10 @@ async def _langgraph(schema: str, size: int, steps: int) -> dict[str, float] | N
     if not HAVE_LANGGRAPH:
         return None
     try:
-        from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-        from langgraph.graph import StateGraph
         from psycopg.rows import dict_row
     except ImportError:
         return None
-
-    def node(state: LGState) -> dict[str, Any]:
-        return {}
 
     conn = await psycopg.AsyncConnection.connect(
         DSN,
@@ -99,26 +91,15 @@ async def _langgraph(schema: str, size: int, steps: int) -> dict[str, float] | N
     await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}".encode())
     saver = AsyncPostgresSaver(conn)  # type: ignore[arg-type]
     await saver.setup()
-    graph = StateGraph(LGState)
-    graph.add_node("step", node)
-    graph.set_entry_point("step")
-    app = graph.compile(checkpointer=saver)
+    app = lg_app(saver)
     config: Any = {"configurable": {"thread_id": f"lg-{size}"}}
-    history = [HumanMessage(f"history {n}: " + "y" * 150, id=f"h{n}") for n in range(size)]
-    await app.ainvoke({"messages": history, "steps": 0, "notes": {}}, config)
+    await app.ainvoke(lg_history(size), config)
     notes: dict[str, int] = {}
     times = []
     for i in range(1, steps + 1):
-        k = size + i
-        ai = AIMessage(
-            f"step {k}",
-            id=f"a{k}",
-            tool_calls=[{"id": f"call-{k}", "name": "lookup", "args": {"q": f"query {k}"}}],
-        )
-        tool = ToolMessage(f"result {k}: " + "x" * 200, tool_call_id=f"call-{k}", id=f"t{k}")
-        notes = {**notes, f"n{k}": k}
+        step = lg_step(size + i, notes)
         t0 = time.perf_counter()
-        await app.ainvoke({"messages": [ai, tool], "steps": k, "notes": notes}, config)
+        await app.ainvoke(step, config)
         times.append((time.perf_counter() - t0) * 1000)
     await conn.close()
     return _stats(times)
