@@ -120,44 +120,62 @@ async def _load_time(make: Any, size: int) -> float:
     return elapsed
 
 
+def lg_app(saver: Any) -> Any:
+    """The one-node LangGraph graph both LangGraph benchmarks checkpoint through ``saver``."""
+    from langgraph.graph import StateGraph
+
+    def node(state: LGState) -> dict[str, Any]:
+        return {}
+
+    graph = StateGraph(LGState)
+    graph.add_node("step", node)
+    graph.set_entry_point("step")
+    return graph.compile(checkpointer=saver)
+
+
+def lg_history(size: int) -> dict[str, Any]:
+    """The graph input that seeds a thread with ``size`` history messages."""
+    from langchain_core.messages import HumanMessage
+
+    history = [HumanMessage(f"history {n}: " + "y" * 150, id=f"h{n}") for n in range(size)]
+    return {"messages": history, "steps": 0, "notes": {}}
+
+
+def lg_step(k: int, notes: dict[str, int]) -> dict[str, Any]:
+    """The graph input of step ``k`` (the same step as ``_step``); adds to ``notes``."""
+    from langchain_core.messages import AIMessage, ToolMessage
+
+    ai = AIMessage(
+        f"step {k}",
+        id=f"a{k}",
+        tool_calls=[{"id": f"call-{k}", "name": "lookup", "args": {"q": f"query {k}"}}],
+    )
+    tool = ToolMessage(f"result {k}: " + "x" * 200, tool_call_id=f"call-{k}", id=f"t{k}")
+    notes[f"n{k}"] = k
+    return {"messages": [ai, tool], "steps": k, "notes": dict(notes)}
+
+
 def _langgraph(db: Path, size: int, steps: int) -> dict[str, float] | None:
     if not HAVE_LANGGRAPH:
         return None
     try:
         import sqlite3
 
-        from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
         from langgraph.checkpoint.sqlite import SqliteSaver
-        from langgraph.graph import StateGraph
     except ImportError:
         return None
 
-    def node(state: LGState) -> dict[str, Any]:
-        return {}
-
     conn = sqlite3.connect(db, check_same_thread=False, isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")
-    saver = SqliteSaver(conn)
-    graph = StateGraph(LGState)
-    graph.add_node("step", node)
-    graph.set_entry_point("step")
-    app = graph.compile(checkpointer=saver)
+    app = lg_app(SqliteSaver(conn))
     config = {"configurable": {"thread_id": f"lg-{size}"}}
-    history = [HumanMessage(f"history {n}: " + "y" * 150, id=f"h{n}") for n in range(size)]
-    app.invoke({"messages": history, "steps": 0, "notes": {}}, config)
+    app.invoke(lg_history(size), config)
     notes: dict[str, int] = {}
     times = []
     for i in range(1, steps + 1):
-        k = size + i
-        ai = AIMessage(
-            f"step {k}",
-            id=f"a{k}",
-            tool_calls=[{"id": f"call-{k}", "name": "lookup", "args": {"q": f"query {k}"}}],
-        )
-        tool = ToolMessage(f"result {k}: " + "x" * 200, tool_call_id=f"call-{k}", id=f"t{k}")
-        notes = {**notes, f"n{k}": k}
+        step = lg_step(size + i, notes)
         t0 = time.perf_counter()
-        app.invoke({"messages": [ai, tool], "steps": k, "notes": notes}, config)
+        app.invoke(step, config)
         times.append((time.perf_counter() - t0) * 1000)
     conn.close()
     return _stats(times)
