@@ -7,7 +7,7 @@
 - ``hold DSN SCHEMA``: take a 1 s lease on thread ``crash`` and exit without releasing it.
 - ``park DSN SCHEMA THREAD``: run the ``asker`` runtime of :func:`asker` until it parks on
   a question; print the ticket as JSON.
-- ``crash DSN SCHEMA THREAD``: the crash child of ``tests/stores/agent_script.py`` (the
+- ``crash DSN SCHEMA THREAD``: the crash child of ``tests/runtime/stores/agent_script.py`` (the
   ``worker`` agent, one ``work(k)`` step after another, ``step K`` printed after each
   checkpoint) on this store, with a 0.3 s lease, until it is killed.
 - ``run DSN SCHEMA RUN_ID GATE``: run a scripted agent (step 1 calls ``noop``, step 2
@@ -96,10 +96,10 @@ async def park(dsn: str, schema: str, thread_id: str) -> None:
 
 
 def agent_script() -> Any:
-    """``tests/stores/agent_script.py``, the runtime the SQLite and file crash tests use."""
+    """``tests/runtime/stores/agent_script.py``, the runtime the SQLite and file crash tests use."""
     import importlib.util
 
-    path = Path(__file__).parent.parent / "stores" / "agent_script.py"
+    path = Path(__file__).parent.parent / "runtime" / "stores" / "agent_script.py"
     spec = importlib.util.spec_from_file_location("awaken_agent_script_pg", path)
     assert spec is not None and spec.loader is not None
     module: Any = importlib.util.module_from_spec(spec)

@@ -1,6 +1,6 @@
 """SIGKILL a worker mid-run on the Postgres store, again and again: nothing committed is lost.
 
-The same crash loop as ``tests/stores/test_crash.py`` (and its checks: no
+The same crash loop as ``tests/runtime/stores/test_crash.py`` (and its checks: no
 duplicate message, no gap in the steps, whole steps only, state equal to the
 replay of the committed log, at most the step in flight lost), with the
 child's runtime on a :class:`PostgresStore`. Each child continues the thread
@@ -32,7 +32,7 @@ def _load(path: Path, name: str) -> Any:
     return module
 
 
-checks = _load(Path(__file__).parent.parent / "stores" / "test_crash.py", "awaken_crash_checks")
+checks = _load(Path(__file__).parent.parent / "runtime" / "stores" / "test_crash.py", "awaken_crash_checks")
 
 
 async def run_until_killed(dsn: str, schema: str, thread_id: str, delay: float) -> int:
