@@ -32,7 +32,9 @@ def _load(path: Path, name: str) -> Any:
     return module
 
 
-checks = _load(Path(__file__).parent.parent / "runtime" / "stores" / "test_crash.py", "awaken_crash_checks")
+checks = _load(
+    Path(__file__).parent.parent / "runtime" / "stores" / "test_crash.py", "awaken_crash_checks"
+)
 
 
 async def run_until_killed(dsn: str, schema: str, thread_id: str, delay: float) -> int:
