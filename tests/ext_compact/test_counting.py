@@ -312,3 +312,17 @@ def test_tool_schema_json_is_stable() -> None:
 
     d = ToolDescriptor(id="t", description="d", parameters={"type": "object", "properties": {}})
     assert json.loads(tool_schema_json(d))["function"]["name"] == "t"
+
+
+def test_failed_download_falls_back_to_the_estimate(
+    offline_nothing: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # allow_download on a machine without network: tiktoken's fetch fails (the
+    # no_network fixture makes every download raise), the run keeps counting.
+    import tiktoken.registry
+
+    monkeypatch.setattr(encodings, "_warned", set())
+    monkeypatch.delitem(tiktoken.registry.ENCODINGS, "p50k_base", raising=False)  # no memo
+    with pytest.warns(CompactWarning, match="tiktoken could not provide encoding 'p50k_base'"):
+        enc = counting_encoding("p50k_base", allow_download=True)
+    assert isinstance(enc, EstimatedEncoding) and enc.name == "estimate:p50k_base"
