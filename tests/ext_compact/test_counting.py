@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import subprocess
 import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,14 +15,18 @@ from typing import Any
 import pytest
 
 from awaken_ext_compact import (
+    STATS,
+    CompactWarning,
     EncodingUnavailable,
+    EstimatedEncoding,
     ThreadTokens,
     TokenCounter,
+    counting_encoding,
     encoding_for_model,
     load_encoding,
 )
 from awaken_ext_compact import _encodings as encodings
-from awaken_runtime import ContentPart, Message, ToolCall, ToolDescriptor
+from awaken_runtime import ContentPart, Message, Scope, ToolCall, ToolDescriptor
 
 CORPUS = [
     "",
@@ -210,13 +216,84 @@ def test_configured_cache_dir_and_hash_check(offline_nothing: Path) -> None:
     assert enc.encode_ordinary("hello world") == [24912, 2375]
 
 
-async def test_run_fails_clearly_without_an_encoding(offline_nothing: Path, rig: Any) -> None:
-    r = rig()
-    state = await r.run("hello")
-    assert state.end_cause is not None and state.end_cause.kind == "error"
-    failure = state.end_cause.failure
-    assert failure.kind == "plugin" and failure.plugin_id == "compact"
-    assert "o200k_base" in failure.message and "pip install litellm" in failure.message
+async def test_without_an_encoding_runs_compact_on_an_estimate(
+    offline_nothing: Path, rig: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch = pytest.MonkeyPatch()
+    monkeypatch.setattr(encodings, "_warned", set())
+    r = rig(["Answer with plenty of words to fill the window up. " * 12])
+    try:
+        with pytest.warns(CompactWarning) as record, caplog.at_level(logging.WARNING):
+            for i in range(12):
+                state = await r.run(f"question {i}: " + "more detail about it. " * 30)
+                assert state.end_cause is not None and state.end_cause.kind == "natural_end"
+    finally:
+        monkeypatch.undo()
+    (warning,) = [w for w in record if issubclass(w.category, CompactWarning)]
+    message = str(warning.message)
+    assert "estimate instead of 'o200k_base'" in message and "allow_download" in message
+    assert caplog.text.count("counting tokens with an estimate") == 1
+    assert r.compactor.calls >= 1  # compaction happened, on estimated counts
+    stats = dict(r.states[-1].state.get((Scope.RUN, STATS.key)) or {})
+    assert stats.get("failures", 0) == 0
+
+
+def test_estimate_counts_and_cuts() -> None:
+    est = EstimatedEncoding("o200k_base")
+    counter = TokenCounter(est)
+    assert counter.estimated and counter.name == "estimate:o200k_base"
+    assert counter.text("") == 0
+    assert counter.text("hello world") == 4  # 11 bytes / 3 -> 4; pieces: hell, o, worl, d
+    assert counter.text("这是测试") == 4  # 12 bytes / 3
+    head, full = counter.truncate("word " * 100, 10)
+    assert full == counter.text("word " * 100) and counter.text(head) <= 10
+    assert ("word " * 100).startswith(head) and len(head) > 20
+
+
+def test_estimate_is_conservative_on_prose(reference_encoding: Callable[[str], Any]) -> None:
+    text = Path(__file__).read_text() + (Path(__file__).parent / "conftest.py").read_text()
+    real = len(reference_encoding("o200k_base").encode_ordinary(text))
+    estimate = EstimatedEncoding("o200k_base").count(text)
+    assert real <= estimate <= 2 * real
+
+
+def test_missing_tiktoken_falls_back_to_the_estimate(
+    offline_nothing: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_tiktoken(name: str, **_kw: Any) -> Any:
+        raise ImportError("No module named 'tiktoken'")
+
+    monkeypatch.setattr(encodings, "load_encoding", no_tiktoken)
+    monkeypatch.setattr(encodings, "_warned", set())
+    with pytest.warns(CompactWarning, match="pip install tiktoken"):
+        enc = counting_encoding("cl100k_base")
+    assert isinstance(enc, EstimatedEncoding)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        counting_encoding("cl100k_base")  # warned once per process
+
+
+def test_single_message_or_no_trigger_never_loads_the_tokenizer() -> None:
+    code = (
+        "import asyncio, sys\n"
+        "from awaken_ext_compact import CompactPlugin\n"
+        "from awaken_runtime import ModelSpec\n"
+        "from awaken_runtime.testing import MODEL_ID, PROVIDER_ID, scripted_runtime\n"
+        "no_window = scripted_runtime(['ok'], plugins=[CompactPlugin()], repeat=True,\n"
+        "                             plugin_config={'compact': {}})\n"
+        "spec = ModelSpec(id=MODEL_ID, provider=PROVIDER_ID, model='gpt-4o', context_window=900)\n"
+        "window = scripted_runtime(['ok'], plugins=[CompactPlugin()], repeat=True, model=spec,\n"
+        "                          plugin_config={'compact': {}})\n"
+        "async def main():\n"
+        "    for i in range(3):  # no window: a few messages, far from trigger_messages\n"
+        "        await no_window.runtime.run('agent', f'hello {i}', thread_id='t')\n"
+        "        # a window, but each request carries one message: nothing to compact\n"
+        "        await window.runtime.run('agent', 'hi ' * 2000, thread_id=f'fresh-{i}')\n"
+        "asyncio.run(main())\n"
+        "assert len(no_window.executor.requests) == len(window.executor.requests) == 3\n"
+        "assert 'tiktoken' not in sys.modules, 'tiktoken loaded though nothing could trigger'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_import_does_not_load_tiktoken() -> None:
@@ -235,3 +312,17 @@ def test_tool_schema_json_is_stable() -> None:
 
     d = ToolDescriptor(id="t", description="d", parameters={"type": "object", "properties": {}})
     assert json.loads(tool_schema_json(d))["function"]["name"] == "t"
+
+
+def test_failed_download_falls_back_to_the_estimate(
+    offline_nothing: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # allow_download on a machine without network: tiktoken's fetch fails (the
+    # no_network fixture makes every download raise), the run keeps counting.
+    import tiktoken.registry
+
+    monkeypatch.setattr(encodings, "_warned", set())
+    monkeypatch.delitem(tiktoken.registry.ENCODINGS, "p50k_base", raising=False)  # no memo
+    with pytest.warns(CompactWarning, match="tiktoken could not provide encoding 'p50k_base'"):
+        enc = counting_encoding("p50k_base", allow_download=True)
+    assert isinstance(enc, EstimatedEncoding) and enc.name == "estimate:p50k_base"

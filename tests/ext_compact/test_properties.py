@@ -1,20 +1,19 @@
 """Property test through real runs: random conversations with tool calls.
 
 Every request the model receives keeps each tool call with its results,
-carries the newest user message (or a drop marker quoting it), and fits the
-usable input.
+carries the newest user message (in place, or pinned as a context entry once
+its turn was folded into the summary or dropped), and fits the usable input.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from awaken_ext_compact import DROPPED_KEY
+from awaken_ext_compact import PINNED_KEY
 from awaken_runtime import InferenceRequest, Message, ScriptedTurn, ToolCall
 
 MAX_OUT = 200
@@ -66,15 +65,9 @@ async def test_random_conversations_keep_the_invariants(
 
     def model(request: InferenceRequest) -> ScriptedTurn:
         messages = list(request.messages)
-        users = [i for i, m in enumerate(messages) if m.role == "user"]
-        if users:
-            key = messages[users[-1]].text.split(":")[0]
-            tail = messages[users[-1] :]
-        else:  # an emergency drop left the user message out: the marker quotes it
-            marker = next(m for m in messages if m.metadata.get("context_key") == DROPPED_KEY)
-            found = re.search(r"turn \d+", marker.text)
-            assert found is not None
-            key, tail = found.group(0), messages
+        users = [i for i, m in enumerate(messages) if m.role == "user"]  # a pin is one too
+        key = messages[users[-1]].text.split(":")[0]
+        tail = messages[users[-1] :]
         calls, answer = plan[key]
         done = sum(1 for m in tail if m.role == "tool")
         if done < len(calls):
@@ -105,7 +98,8 @@ async def test_random_conversations_keep_the_invariants(
         for request in r.main.requests[first:]:
             carried = [m for m in request.messages if "context_key" not in m.metadata]
             assert no_orphans(carried)
-            dropped = [m for m in request.messages if m.metadata.get("context_key") == DROPPED_KEY]
+            pinned = [m for m in request.messages if m.metadata.get("context_key") == PINNED_KEY]
             has_user = any(m.role == "user" and m.text.startswith(f"{key}:") for m in carried)
-            assert has_user or (dropped and f"{key}:" in dropped[0].text)
+            assert has_user != bool(pinned)  # exactly one copy of the user's message
+            assert has_user or (pinned[0].role == "user" and pinned[0].text.startswith(key))
             assert ref_count(list(request.messages), list(request.tools)) <= window - MAX_OUT

@@ -257,7 +257,7 @@ async def test_failures_per_run_are_bounded(rig: Callable[..., Any], lookup_tool
     r = rig(
         [_looping],
         compactor_turns=[_boom],
-        config={"max_failures_per_run": 2},
+        config={"max_failures_per_run": 2, "failure_backoff_seconds": 0},
         tools=[lookup_tool],
     )
     await run_turns(r, 0, 20)
@@ -320,6 +320,7 @@ def test_bound_is_exactly_what_the_plugin_uses() -> None:
     bound = CompactPlugin.manifest.bound
     keys = {
         StateKeyDecl(key="compact.summary", scope=Scope.THREAD),
+        StateKeyDecl(key="compact.backoff", scope=Scope.THREAD),
         StateKeyDecl(key="compact.stats", scope=Scope.RUN),
     }
     extra: dict[str, Any] = {"narrows_window": True}

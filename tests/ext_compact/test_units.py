@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from awaken_ext_compact import CompactConfig, render_message, usable_input
-from awaken_ext_compact._hook import window_start
+from awaken_ext_compact._plan import window_start
 from awaken_runtime import (
     AgentConfigError,
     InferenceParams,

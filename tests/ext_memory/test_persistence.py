@@ -43,6 +43,10 @@ WRITER = textwrap.dedent(
 
     db, cache, fact = sys.argv[1:4]
 
+
+    class Cached(HashingEmbedder):
+        cacheable = True  # hashing keeps no cache by default; this test is about the cache
+
     async def main() -> None:
         store = open_store("sqlite:///" + db)
         runtime = (
@@ -50,7 +54,7 @@ WRITER = textwrap.dedent(
             .with_model(ModelSpec(id="m", provider="scripted", model="s"))
             .with_provider("scripted", ScriptedExecutor(
                 [ScriptedTurn.call("remember", {"text": fact, "kind": "event"}), "Noted."]))
-            .with_plugin(MemoryPlugin(embedder=HashingEmbedder(64)))
+            .with_plugin(MemoryPlugin(embedder=Cached(64)))
             .with_store(store)
             .with_agent_spec(AgentConfig(id="agent", model_binding="m", plugin_ids=["memory"],
                                          plugin_config={"memory": {"cache_dir": cache}}))

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from awaken_ext_skills import (
     CATALOG_KEY,
     SkillRegistry,
     SkillsConfig,
     SkillsPlugin,
+    SkillWarning,
     load_skill,
     render_catalog,
 )
@@ -132,3 +135,25 @@ async def test_catalog_reaches_system_prompt(tmp_path: Path, skill_factory, skil
 def test_entry_helper_matches(tmp_path: Path, skill_factory) -> None:
     skill = load_skill(skill_factory(tmp_path, "s", description="a\tb\n c"))
     assert render_catalog([skill], max_entries=1, max_bytes=1000).count(">a b c<") == 1  # type: ignore[union-attr]
+
+
+def test_over_long_description_is_cut_in_the_catalog(tmp_path: Path, skill_factory) -> None:
+    words = "Fill, sign and flatten PDF forms; extract text and tables. " * 19  # 1,121 chars
+    skill_factory(tmp_path, "pdf", description=words, frontmatter=f"when-to-use: {'w' * 1100}\n")
+    registry = SkillRegistry([tmp_path], packs=False)
+    with pytest.warns(SkillWarning) as record:
+        (skill,) = list(registry)
+    assert skill.description == words.strip()
+    messages = [str(w.message) for w in record]
+    assert any("'description' is 1120 characters" in m for m in messages)
+    assert any("'when-to-use' is 1100 characters" in m for m in messages)
+    assert all(not p.left_out for p in registry.notices) and len(registry.notices) == 2
+    assert registry.problems == []
+    text = render_catalog([skill], max_entries=5, max_bytes=100_000)
+    assert text is not None
+    (line,) = [ln for ln in text.splitlines() if ln.startswith("<skill ")]
+    shown = line.removeprefix('<skill name="pdf">').removesuffix("</skill>")
+    description, when = shown.split(" When to use: ")
+    assert len(description) <= 1024 and description.endswith("\u2026")
+    assert words.strip().startswith(description[:-1])
+    assert len(when) == 1024 and when.endswith("\u2026")

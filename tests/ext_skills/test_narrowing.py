@@ -13,6 +13,7 @@ from awaken_ext_skills import (
     SKILL_TOOL,
     SkillsConfig,
     SkillsPlugin,
+    SkillWarning,
 )
 from awaken_runtime import (
     AgentConfig,
@@ -175,13 +176,51 @@ async def test_script_tool_stays_visible_when_enabled(
         tools=[add, wipe_disk],
         config={"enable_scripts": True},
     )
-    await rig.run(thread_id="t")
+    with pytest.warns(SkillWarning, match="'unknown_tool' are not tools of agent 'agent'"):
+        await rig.run(thread_id="t")
     assert inspect_request.tools(rig.requests[1]) == {
         "add",
         SKILL_TOOL,
         RESOURCE_TOOL,
         SCRIPT_TOOL,
     }
+
+
+async def test_only_unknown_ids_do_not_hide_the_tools(
+    tmp_path, skill_factory, skills_rig, call_turn, inspect_request
+) -> None:
+    # Claude Code tool names on an agent that has none of them.
+    _math_skill(tmp_path, skill_factory, allowed="Read, Grep, Glob")
+    plugin = SkillsPlugin()
+    rig = skills_rig(
+        [call_turn("skill", name="math"), call_turn("add", a=1, b=1), "ok", "again"],
+        paths=[tmp_path],
+        tools=[add, wipe_disk],
+        plugin=plugin,
+    )
+    with pytest.warns(SkillWarning) as record:
+        await rig.run(thread_id="t")
+        await rig.run("more", thread_id="t")
+    assert inspect_request.tools(rig.requests[1]) == inspect_request.tools(rig.requests[0])
+    assert "wipe_disk" in inspect_request.tools(rig.requests[3])
+    assert CALLS == ["add"]
+    registry = plugin.registry(SkillsConfig(paths=[str(tmp_path)], packs=False))
+    (notice,) = registry.notices  # once, though the skill stayed active for three steps
+    assert not notice.left_out and "does not narrow" in notice.reason
+    assert "'Read', 'Grep', 'Glob'" in notice.reason
+    assert sum("does not narrow" in str(w.message) for w in record) == 1
+
+
+async def test_known_and_unknown_ids_narrow_to_the_known(
+    tmp_path, skill_factory, skills_rig, call_turn, inspect_request
+) -> None:
+    _math_skill(tmp_path, skill_factory, allowed="add, Read")
+    rig = skills_rig(
+        [call_turn("skill", name="math"), "ok"], paths=[tmp_path], tools=[add, wipe_disk]
+    )
+    with pytest.warns(SkillWarning, match="'Read' are not tools"):
+        await rig.run(thread_id="t")
+    assert inspect_request.tools(rig.requests[1]) == {"add", SKILL_TOOL, RESOURCE_TOOL}
 
 
 # -- bound and config ----------------------------------------------------------------

@@ -71,6 +71,42 @@ def test_allowed_tools_as_list_and_dedup(tmp_path: Path, skill_factory) -> None:
     assert load_skill(folder).allowed_tools == ("a", "b.c")
 
 
+@pytest.mark.parametrize(
+    ("written", "ids"),
+    [
+        ("Read, Grep", ("Read", "Grep")),  # Claude Code
+        ("Read, Grep, Glob", ("Read", "Grep", "Glob")),
+        ("Read Grep Glob", ("Read", "Grep", "Glob")),  # Agent Skills
+        ("Read,Grep ,  Glob,", ("Read", "Grep", "Glob")),
+        ("'Read\tGrep\n  Glob'", ("Read", "Grep", "Glob")),
+        ("['Read, Grep', Glob]", ("Read", "Grep", "Glob")),
+        ("mcp__github__search, Read, Read", ("mcp__github__search", "Read")),
+    ],
+)
+def test_allowed_tools_formats(tmp_path: Path, skill_factory, written: str, ids) -> None:
+    folder = skill_factory(tmp_path, "t", frontmatter=f"allowed-tools: {written}\n")
+    skill = load_skill(folder)
+    assert skill.allowed_tools == ids
+    assert skill.notes == ()
+
+
+def test_allowed_tools_argument_patterns_name_their_tool(tmp_path: Path, skill_factory) -> None:
+    header = "allowed-tools: Bash(git status:*), Bash(git diff:*) Read\n"
+    skill = load_skill(skill_factory(tmp_path, "t", frontmatter=header))
+    assert skill.allowed_tools == ("Bash", "Read")
+    (note,) = skill.notes
+    assert "'Bash(git status:*)'" in note and "not enforced" in note
+
+
+def test_long_description_loads_with_a_note(tmp_path: Path, skill_factory) -> None:
+    long = "Extract text and tables from PDF files. " * 28  # 1,120 characters
+    skill = load_skill(skill_factory(tmp_path, "pdf", description=long))
+    assert len(long.strip()) == 1119
+    assert skill.description == long.strip()  # kept in full; the catalog cuts it
+    (note,) = skill.notes
+    assert "'description' is 1119 characters" in note and "first 1024" in note
+
+
 def test_bom_and_crlf(tmp_path: Path, skill_factory) -> None:
     raw = "\ufeff---\r\nname: crlf\r\ndescription: d\r\n---\r\nbody\r\n"
     folder = skill_factory(tmp_path, "crlf", raw=raw.encode("utf-8"))
@@ -129,11 +165,13 @@ def test_name_must_be_string(tmp_path: Path, skill_factory) -> None:
         ("name: s\ndescription: ''\n", "must not be empty"),
         ("name: s\ndescription: '   '\n", "must not be empty"),
         ("name: s\ndescription: [a]\n", "'description'"),
-        (f"name: s\ndescription: {'d' * 1025}\n", "at most 1024"),
-        (f"name: s\ndescription: d\nwhen-to-use: {'w' * 1025}\n", "at most 1024"),
+        (f"name: s\ndescription: {'d' * 65537}\n", "at most 65536"),
+        (f"name: s\ndescription: d\nwhen-to-use: {'w' * 65537}\n", "at most 65536"),
         ("name: s\ndescription: d\nwhen-to-use: 3\n", "'when-to-use'"),
         ("name: s\ndescription: d\nallowed-tools: 'ok bad/tool'\n", "'bad/tool' is not"),
         ("name: s\ndescription: d\nallowed-tools: 5\n", "'allowed-tools'"),
+        ("name: s\ndescription: d\nallowed-tools: 'Read, Bash(git'\n", "'(' is not"),
+        ("name: s\ndescription: d\nallowed-tools: [Read, 'a;b']\n", "'a;b' is not"),
         ("name: s\ndescription: d\narguments: x\n", "'arguments'"),
         ("name: s\ndescription: d\narguments:\n  - description: no name\n", "'arguments.0.name'"),
         ("name: s\ndescription: d\narguments:\n  - name: 1bad\n", "argument names"),

@@ -200,3 +200,38 @@ async def test_tool_loads_and_refuses(tmp_path, skill_factory, skills_rig, call_
     assert results[4].metadata.get("is_error") is True
     assert payloads[5]["error"] == "unknown_skill"
     assert "no" not in payloads[4]["message"].split()
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "references/" + "a" * 256,
+        "references/" + "é" * 128,  # 256 bytes in 128 characters
+        "references/" + "a" * 300 + "/x.md",
+        "references/" + "/".join(["abcdefgh"] * 120),  # short parts, over 1,024 bytes
+    ],
+)
+def test_over_long_paths_are_a_typed_refusal(skill, path: str) -> None:
+    with pytest.raises(PathRefused) as info:
+        read_resource(skill, path, **LIMITS)
+    assert info.value.code == "invalid_path"
+    assert "at most" in info.value.message
+    assert str(skill.root) not in info.value.message
+
+
+def test_longest_component_is_looked_up(skill) -> None:
+    with pytest.raises(PathRefused) as info:
+        read_resource(skill, "references/" + "a" * 255, **LIMITS)
+    assert info.value.code == "not_found"
+
+
+def test_unreadable_file_is_a_refusal_without_the_server_path(skill, monkeypatch) -> None:
+    def denied(self: Path, *args: object, **kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied", str(self))  # as open() does
+
+    monkeypatch.setattr(Path, "open", denied)
+    with pytest.raises(PathRefused) as info:
+        read_resource(skill, "references/guide.md", **LIMITS)
+    assert info.value.code == "unreadable"
+    assert "Permission denied" in info.value.message
+    assert str(skill.root) not in info.value.message

@@ -33,8 +33,19 @@ class CompactConfig(BaseModel):
     into the summary in turn."""
     max_failures_per_run: int = Field(default=3, ge=1)
     """After this many compactor failures in one run, stop trying until the next run."""
+    failure_backoff_seconds: float = Field(default=60.0, ge=0.0)
+    """After a compactor failure, wait this long before the next attempt; the wait
+    doubles with each further consecutive failure (persisted in thread state, so
+    it holds across runs and processes)."""
+    max_backoff_seconds: float = Field(default=3600.0, ge=0.0)
+    """The longest wait between two attempts of a failing compactor."""
     max_tool_result_tokens: int | None = Field(default=None, ge=16)
-    """If set, tool results longer than this are cut for the request (with a marker)."""
+    """Tool results longer than this are cut for the request (with a marker); the
+    transcript keeps them whole. ``None``: ``max_tool_result_ratio`` of the usable
+    input."""
+    max_tool_result_ratio: float | None = Field(default=0.25, gt=0.0, le=1.0)
+    """Default cap of one tool result as a fraction of the usable input (used when
+    ``max_tool_result_tokens`` is unset and the window is known); ``None``: no cap."""
     context_window: int | None = Field(default=None, ge=1)
     """Overrides the model's ``context_window`` (e.g. when the ModelSpec has none)."""
     encoding: str | None = None

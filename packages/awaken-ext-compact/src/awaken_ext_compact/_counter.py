@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from awaken_runtime import ContextMessage, Message, ToolDescriptor
 
+from ._estimate import EstimatedEncoding
+
 if TYPE_CHECKING:
     from tiktoken import Encoding
 
@@ -57,12 +59,15 @@ class TokenCounter:
 
     ``max_cached`` bounds the per-message cache (oldest entries are dropped
     first). Counting text is ``len(encoding.encode_ordinary(text))``: special
-    token markers inside text count as the ordinary text they are.
+    token markers inside text count as the ordinary text they are. With an
+    :class:`EstimatedEncoding` every count is its estimate.
     """
 
     __slots__ = ("_contexts", "_messages", "_roles", "_tools", "encoding", "max_cached")
 
-    def __init__(self, encoding: Encoding, *, max_cached: int = 500_000) -> None:
+    def __init__(
+        self, encoding: Encoding | EstimatedEncoding, *, max_cached: int = 500_000
+    ) -> None:
         self.encoding = encoding
         self.max_cached = max_cached
         self._messages: dict[str, int] = {}
@@ -74,6 +79,11 @@ class TokenCounter:
     def name(self) -> str:
         """The encoding's name."""
         return str(self.encoding.name)
+
+    @property
+    def estimated(self) -> bool:
+        """Whether counts are estimates (no tiktoken encoding was available)."""
+        return self.name.startswith("estimate:")
 
     @property
     def cached(self) -> int:
@@ -167,7 +177,10 @@ class TokenCounter:
 
     def truncate(self, text: str, limit: int) -> tuple[str, int]:
         """The first ``limit`` tokens of ``text`` and the full token count."""
-        tokens = self.encoding.encode_ordinary(text)
+        encoding = self.encoding
+        if isinstance(encoding, EstimatedEncoding):  # an estimate cannot decode token ids
+            return encoding.truncate(text, limit)
+        tokens = encoding.encode_ordinary(text)
         if len(tokens) <= limit:
             return text, len(tokens)
-        return self.encoding.decode(tokens[:limit]), len(tokens)
+        return encoding.decode(tokens[:limit]), len(tokens)

@@ -8,6 +8,11 @@ ships inside its package. A file is accepted only if its SHA-256 matches the
 one tiktoken pins; the encoding is then built with ``tiktoken.Encoding`` from
 the file's ranks and tiktoken's own pattern and special tokens. tiktoken is
 imported only here, on first use.
+
+:func:`counting_encoding` is what the plugin uses: the real encoding when one
+is available, otherwise (no file, no download allowed or possible, or no
+tiktoken at all) an :class:`EstimatedEncoding`, with one warning per
+encoding and process. Counting never fails a run.
 """
 
 from __future__ import annotations
@@ -20,14 +25,24 @@ import os
 import re
 import tempfile
 import threading
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ._estimate import EstimatedEncoding
+
 if TYPE_CHECKING:
     from tiktoken import Encoding
 
-__all__ = ["EncodingUnavailable", "encoding_for_model", "load_encoding", "search_dirs"]
+__all__ = [
+    "CompactWarning",
+    "EncodingUnavailable",
+    "counting_encoding",
+    "encoding_for_model",
+    "load_encoding",
+    "search_dirs",
+]
 
 log = logging.getLogger("awaken_ext_compact")
 
@@ -97,10 +112,15 @@ _SPECS: dict[str, _Spec] = {
 
 _lock = threading.Lock()
 _loaded: dict[str, Encoding] = {}
+_warned: set[str] = set()
 
 
 class EncodingUnavailable(RuntimeError):
     """No local file provides the encoding and downloading is off."""
+
+
+class CompactWarning(UserWarning):
+    """Issued once per encoding when token counts fall back to an estimate."""
 
 
 def encoding_for_model(model: str) -> str:
@@ -227,3 +247,29 @@ def load_encoding(
             raise _unavailable(name, cache_dir)
         _loaded[name] = found
         return found
+
+
+def counting_encoding(
+    name: str, *, cache_dir: str | None = None, allow_download: bool = False
+) -> Encoding | EstimatedEncoding:
+    """The encoding ``name`` if it can be had, else an :class:`EstimatedEncoding`.
+
+    The fallback is announced once per encoding and process, as a
+    :class:`CompactWarning` and on logger ``awaken_ext_compact``, with the
+    reason and the fixes.
+    """
+    try:
+        return load_encoding(name, cache_dir=cache_dir, allow_download=allow_download)
+    except ImportError as exc:  # tiktoken itself is not installed
+        reason = f"tiktoken is not importable ({exc}); pip install tiktoken"
+    except EncodingUnavailable as exc:
+        reason = str(exc)
+    if name not in _warned:
+        _warned.add(name)
+        message = (
+            f"compact: counting tokens with an estimate instead of {name!r} (compaction "
+            f"still works, a little earlier than needed): {reason}"
+        )
+        log.warning("%s", message)
+        warnings.warn(CompactWarning(message), stacklevel=2)
+    return EstimatedEncoding(name)

@@ -4,27 +4,30 @@ Each step the hook plans the request as ``summary + bridge + tail``: the
 summary (THREAD state) as a session-band context message, then every message
 after the summary's boundary. When that plan reaches the trigger, the span
 between the boundary and the raw tail is folded into the summary by the
-compactor. If the plan still exceeds the usable input (for example because
-the compactor failed), the oldest safe prefix is dropped for that request
-only, with a context marker saying so. The transcript is never touched.
+compactor. The cut prefers to keep the current user turn raw; when that turn
+alone is too big (a long tool-using run) it goes into the turn, folding its
+completed tool steps into the summary, and the newest user message is then
+pinned into every request as its own entry. If the plan still exceeds the
+usable input (for example because the compactor failed or is backing off),
+the oldest safe prefix is dropped for that request only, with a context
+marker saying so. The transcript is never touched.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from awaken_runtime import (
     CONTEXT_MESSAGES,
-    Band,
     Command,
     ContextMessage,
     HookReaction,
     InferenceRequest,
     Message,
-    MessageView,
     PhaseContext,
     Scope,
     inject,
@@ -34,9 +37,17 @@ from ._compactor import CompactorError, summarize
 from ._config import CompactConfig
 from ._counter import REPLY_PRIMING, TokenCounter
 from ._cut import choose_cut, safe_at_or_after, safe_at_or_before
-from ._encodings import encoding_for_model, load_encoding
+from ._encodings import counting_encoding, encoding_for_model
 from ._index import ThreadIndexes, ThreadTokens
-from ._state import STATS, SUMMARY, Summary
+from ._plan import (
+    drop_marker,
+    pinned_entry,
+    summary_entry,
+    tool_result_cap,
+    usable_input,
+    window_start,
+)
+from ._state import BACKOFF, STATS, SUMMARY, CompactBackoff, Summary, next_backoff
 from ._window import (
     REQUEST_WINDOW,
     core_supports_replacements,
@@ -45,86 +56,45 @@ from ._window import (
     window_command,
 )
 
-__all__ = ["DROPPED_KEY", "SUMMARY_BAND", "SUMMARY_KEY", "Caches", "CompactHook", "usable_input"]
+__all__ = ["Caches", "CompactHook"]
 
 log = logging.getLogger("awaken_ext_compact")
 
-SUMMARY_BAND = Band.SESSION
-"""The band the summary and markers are injected into (right after the system prompt)."""
-SUMMARY_KEY = "compact.summary"
-"""Context-message key of the summary."""
-DROPPED_KEY = "compact.dropped"
-"""Context-message key of the marker for an emergency drop."""
 _MARKER_RESERVE = 160
 """Tokens reserved for the drop marker when choosing how much to drop."""
 
 
 @dataclass
 class Caches:
-    """Counters per encoding and token indexes per thread, shared by every agent."""
+    """Counters per encoding, token indexes per thread and the compactor back-off
+    of this process, shared by every agent of one plugin object."""
 
     counters: dict[str, TokenCounter] = field(default_factory=dict)
     indexes: ThreadIndexes = field(default_factory=ThreadIndexes)
+    clock: Callable[[], float] = time.time
+    """Wall-clock seconds (back-off times are stored in thread state as Unix time)."""
+    dead_until: dict[str, float] = field(default_factory=dict)
+    """Per compactor (agent id, or the model for the built-in one): no call before this
+    time, whatever the thread (a compactor that is down is down for every thread)."""
 
     async def counter(self, config: CompactConfig, model: str) -> TokenCounter:
         """The counter for ``config.encoding`` or the model's encoding.
 
         The first use of an encoding loads it (tiktoken is imported then) on a
-        worker thread, so the event loop is not blocked while its file is parsed.
+        worker thread, so the event loop is not blocked while its file is
+        parsed. Without the encoding the counter estimates (warned once).
         """
         name = config.encoding or encoding_for_model(model)
         found = self.counters.get(name)
         if found is None:
             encoding = await asyncio.to_thread(
-                load_encoding,
+                counting_encoding,
                 name,
                 cache_dir=config.tiktoken_cache_dir,
                 allow_download=config.allow_download,
             )
             found = self.counters.setdefault(name, TokenCounter(encoding))
         return found
-
-
-def usable_input(request: InferenceRequest, config: CompactConfig) -> int | None:
-    """Context window minus max output tokens, or ``None`` when the window is unknown."""
-    window = config.context_window or request.model.context_window
-    if window is None:
-        return None
-    out = request.params.max_output_tokens or request.model.max_output_tokens or 0
-    return max(1, window - out)
-
-
-def window_start(request: Sequence[Message], messages: MessageView) -> tuple[int, Message | None]:
-    """Transcript index where the request's window starts, and its system prompt if any."""
-    size, n = len(request), len(messages)
-    if size == 0:
-        return n, None
-    first = request[0]
-    k = n - size
-    if 0 <= k < n and messages[k].id == first.id:
-        return k, None
-    return n - (size - 1), first
-
-
-def summary_entry(summary: Summary) -> ContextMessage:
-    """The summary as a request-only context message."""
-    return ContextMessage(
-        key=SUMMARY_KEY,
-        band=SUMMARY_BAND,
-        content="Summary of the earlier conversation (those messages are not shown):\n\n"
-        + summary.text,
-    )
-
-
-def _marker(dropped: int, summary: Summary | None, lost_user: str | None) -> ContextMessage:
-    text = (
-        f"[compact] {dropped} earlier message(s) were left out of this request to fit the "
-        f"model's context window"
-        + (" (they are not covered by the summary)." if summary is not None else ".")
-    )
-    if lost_user is not None:
-        text += f"\nThe user's latest request was: {lost_user}"
-    return ContextMessage(key=DROPPED_KEY, band=SUMMARY_BAND, content=text, priority=1)
 
 
 class CompactHook:
@@ -134,36 +104,60 @@ class CompactHook:
         self.plugin_id = plugin_id
         self.config = config
         self.caches = caches
+        self._pin: tuple[tuple[str, str, int | None], ContextMessage, int] | None = None
 
-    def _replacements(
-        self, index: ThreadTokens, messages: MessageView, start: int, fresh: list[int]
-    ) -> tuple[int, dict[str, str]]:
-        """Tokens saved and texts of the tool results cut for a request from ``start``."""
-        limit = self.config.max_tool_result_tokens
-        if limit is None:
-            return 0, {}
-        applied = core_supports_replacements()
-        saved, texts = 0, {}
-        counter = index.counter
-        for i in index.big_in(start, len(messages)):
-            found = index.replacement(i)
-            if found is None:
-                message = messages[i]
-                head, full = counter.truncate(message.text, limit)
-                text = f"{head}\n[compact: tool result cut to {limit} of {full} tokens]"
-                short = message.model_copy(update={"content": text})
-                found = (counter.message(message) - counter.count_message(short), text)
-                index.set_replacement(i, *found)
-                fresh.append(i)
-            if applied:
-                saved += found[0]
-            texts[messages[i].id] = found[1]
-        return saved, texts
+    def _pinned(
+        self, message: Message, counter: TokenCounter, limit: int | None
+    ) -> tuple[ContextMessage, int]:
+        """The pin entry of ``message`` and its tokens (one slot: the user message changes
+        once per turn, and cutting it is O(its size))."""
+        key = (message.id, counter.name, limit)
+        if self._pin is None or self._pin[0] != key:
+            entry = pinned_entry(message, counter, limit)
+            self._pin = (key, entry, counter.context([entry]))
+        return self._pin[1], self._pin[2]
+
+    def _could_trigger(self, request: InferenceRequest, limit: int | None) -> bool:
+        """Whether counting could lead anywhere (else the tokenizer is not even loaded)."""
+        carried = sum(1 for m in request.messages if m.role != "system")
+        if carried <= 1:  # nothing older than the one message to fold or drop
+            return False
+        if limit is None and self.config.max_tool_result_tokens is None:
+            return carried > self.config.trigger_messages
+        return True
 
     def _triggered(self, tokens: int, limit: int | None, carried: int) -> bool:
         if limit is not None:
             return tokens >= self.config.trigger_ratio * limit
         return carried > self.config.trigger_messages
+
+    def _compactor_id(self, request: InferenceRequest) -> str:
+        return self.config.compactor_agent or f"model:{request.model.id}"
+
+    def _may_try(self, backoff: CompactBackoff | None, who: str, now: float) -> bool:
+        if backoff is not None and now < backoff.next_attempt_at:
+            return False
+        return now >= self.caches.dead_until.get(who, 0.0)
+
+    def _choose(
+        self, index: ThreadTokens, ctx: PhaseContext, start: int, fixed: int, limit: int | None
+    ) -> int | None:
+        """Where the raw tail starts: after the newest user message if the turn fits
+        comfortably, else inside the turn (at least ``keep_recent_messages`` kept)."""
+        cfg = self.config
+        messages = ctx.messages
+        n = len(messages)
+        turn = choose_cut(messages, start, index.last_user, cfg.keep_recent_messages)
+        if turn is not None:
+            if limit is None:
+                fits = 2 * (n - turn) <= cfg.trigger_messages
+            else:
+                after = fixed + cfg.summary_max_tokens + index.tokens(turn, n)
+                fits = after <= 0.5 * cfg.trigger_ratio * limit
+            if fits:
+                return turn
+        deep = choose_cut(messages, start, -1, cfg.keep_recent_messages)
+        return deep if deep is not None else turn
 
     async def __call__(self, ctx: PhaseContext) -> HookReaction | None:
         """Plan the request, compact if triggered, and stage context + window + state."""
@@ -171,9 +165,14 @@ class CompactHook:
         if request is None:
             return None
         cfg = self.config
+        summary = SUMMARY.get(ctx.store)
+        limit = usable_input(request, cfg)
+        if summary is None and not self._could_trigger(request, limit):
+            return None
         counter = await self.caches.counter(cfg, request.model.model)
+        cap = tool_result_cap(cfg, limit) if core_supports_replacements() else None
         messages = ctx.messages
-        index = self.caches.indexes.get(ctx.run.thread_id, counter, cfg.max_tool_result_tokens)
+        index = self.caches.indexes.get(ctx.run.thread_id, counter, cap)
         index.sync(messages)
         n = len(messages)
         policy_start, system = window_start(request.messages, messages)
@@ -181,7 +180,6 @@ class CompactHook:
         fixed += counter.raw_context(ctx.store.get_value(CONTEXT_MESSAGES, Scope.RUN))
         if system is not None:
             fixed += counter.message(system)
-        summary = SUMMARY.get(ctx.store)
         start = policy_start
         if summary is not None:
             boundary = index.index_of(summary.covered_through, summary.covered_count - 1)
@@ -195,18 +193,25 @@ class CompactHook:
             else:
                 start = max(start, boundary + 1)
         stats = before = STATS.get(ctx.store)
-        limit = usable_input(request, cfg)
+        backoff = old_backoff = BACKOFF.get(ctx.store)
+        user = index.last_user
+        pin, pin_tokens = self._pinned(messages[user], counter, limit) if user >= 0 else (None, 0)
         new_summary = False
-        fresh: list[int] = []
 
-        def planned(first: int) -> tuple[int, dict[str, str]]:
-            saved, texts = self._replacements(index, messages, first, fresh)
+        def planned(first: int) -> int:
             head = counter.context([summary_entry(summary)]) if summary is not None else 0
-            return fixed + head + index.tokens(first, n) - saved, texts
+            pinned = pin_tokens if 0 <= user < first else 0
+            return fixed + head + pinned + index.tokens(first, n)
 
-        tokens, texts = planned(start)
-        if self._triggered(tokens, limit, n - start) and stats.failures < cfg.max_failures_per_run:
-            cut = choose_cut(messages, start, index.last_user, cfg.keep_recent_messages)
+        tokens = planned(start)
+        now = self.caches.clock()
+        who = self._compactor_id(request)
+        if (
+            self._triggered(tokens, limit, n - start)
+            and stats.failures < cfg.max_failures_per_run
+            and self._may_try(backoff, who, now)
+        ):
+            cut = self._choose(index, ctx, start, fixed, limit)
             if cut is not None and index.tokens(start, cut) < cfg.min_gain_tokens:
                 stats = stats.model_copy(update={"skipped_min_gain": stats.skipped_min_gain + 1})
             elif cut is not None:
@@ -218,6 +223,11 @@ class CompactHook:
                     stats = stats.model_copy(
                         update={"failures": stats.failures + 1, "last_failure": str(exc)}
                     )
+                    done = backoff.failures if backoff is not None else 0
+                    backoff = next_backoff(
+                        done, str(exc), now, cfg.failure_backoff_seconds, cfg.max_backoff_seconds
+                    )
+                    self.caches.dead_until[who] = backoff.next_attempt_at
                 else:
                     summary = Summary(
                         text=result.text,
@@ -226,7 +236,6 @@ class CompactHook:
                         compactions=summary.compactions + 1 if summary is not None else 1,
                         tokens=counter.text(result.text),
                     )
-                    new_summary = True
                     stats = stats.model_copy(
                         update={
                             "compactions": stats.compactions + 1,
@@ -234,20 +243,19 @@ class CompactHook:
                             "summarized_messages": stats.summarized_messages + cut - start,
                         }
                     )
+                    new_summary = True
+                    backoff = None
+                    self.caches.dead_until.pop(who, None)
                     start = cut
-                    tokens, texts = planned(start)
+                    tokens = planned(start)
         marker: ContextMessage | None = None
         if limit is not None and tokens > limit:
             head = counter.context([summary_entry(summary)]) if summary is not None else 0
-            budget = limit - fixed - head - _MARKER_RESERVE
+            budget = limit - fixed - head - pin_tokens - _MARKER_RESERVE
             drop_to = safe_at_or_after(messages, index.first_start_within(start, n, budget))
             drop_to = min(drop_to, safe_at_or_before(messages, n - 1, start))
             if drop_to > start:
-                lost = index.last_user
-                lost_text = None
-                if 0 <= lost < drop_to and lost >= start:
-                    lost_text, _ = counter.truncate(messages[lost].text, 500)
-                marker = _marker(drop_to - start, summary, lost_text)
+                marker = drop_marker(drop_to - start, summary)
                 log.warning(
                     "compact: request of run %s still exceeds the window (%d > %d tokens); "
                     "leaving out %d oldest message(s) for this request",
@@ -257,17 +265,21 @@ class CompactHook:
                     drop_to - start,
                 )
                 start = drop_to
-                tokens, texts = planned(start)
-                tokens += counter.context([marker])
+                tokens = planned(start) + counter.context([marker])
                 stats = stats.model_copy(update={"emergency_drops": stats.emergency_drops + 1})
         commands: list[Command] = []
         if new_summary:
             commands.append(SUMMARY.set(summary))
+        if backoff != old_backoff:
+            commands.append(BACKOFF.set(backoff))
         entries = [summary_entry(summary)] if summary is not None else []
+        if pin is not None and 0 <= user < start:
+            entries.append(pin)
         if marker is not None:
             entries.append(marker)
         if entries:
             commands.append(inject(*entries))
+        texts = index.replacements(start, n, messages) if cap is not None else {}
         if start > policy_start or texts:
             commands.append(
                 window_command(
@@ -277,8 +289,8 @@ class CompactHook:
             )
         elif not core_supports_request_window() and (Scope.RUN, REQUEST_WINDOW) in ctx.store:
             commands.append(window_clear())
-        if fresh:
-            count = stats.truncated_tool_results + len(fresh)
+        if index.last_cut:
+            count = stats.truncated_tool_results + index.last_cut
             stats = stats.model_copy(update={"truncated_tool_results": count})
         if stats != before:
             commands.append(STATS.set(stats.model_copy(update={"last_request_tokens": tokens})))

@@ -5,6 +5,10 @@ added since the previous step; any span's token count is then a difference
 of two prefix sums. A step therefore costs O(new messages), not O(thread).
 If the transcript it sees no longer starts with what it indexed (a rolled
 back step), it drops the diverging tail and re-ingests from there.
+
+With a tool-result cap, a longer tool result is cut when it is ingested
+(once) and counted as the cut text the request will carry, so every sum is
+what the request costs.
 """
 
 from __future__ import annotations
@@ -23,11 +27,23 @@ __all__ = ["ThreadIndexes", "ThreadTokens"]
 class ThreadTokens:
     """Token prefix sums, id positions and oversized tool results of one thread.
 
-    ``big_limit`` (if set) records the positions of tool results longer than
-    that many tokens, with the tokens truncating them would save.
+    ``big_limit`` (if set) cuts tool results longer than that many tokens:
+    their positions are in ``big``, their cut text in :meth:`replacements`,
+    and the sums count the cut text. ``last_cut`` is how many results the
+    latest :meth:`sync` cut.
     """
 
-    __slots__ = ("_big_saving", "big", "big_limit", "counter", "ids", "last_user", "pos", "prefix")
+    __slots__ = (
+        "_cut_text",
+        "big",
+        "big_limit",
+        "counter",
+        "ids",
+        "last_cut",
+        "last_user",
+        "pos",
+        "prefix",
+    )
 
     def __init__(self, counter: TokenCounter, big_limit: int | None = None) -> None:
         self.counter = counter
@@ -37,7 +53,8 @@ class ThreadTokens:
         self.pos: dict[str, int] = {}
         self.last_user = -1
         self.big: list[int] = []
-        self._big_saving: dict[int, tuple[int, str]] = {}
+        self._cut_text: dict[int, str] = {}
+        self.last_cut = 0
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -55,18 +72,28 @@ class ThreadTokens:
         ids, prefix, pos = self.ids, self.prefix, self.pos
         total = prefix[-1]
         limit = self.big_limit
+        self.last_cut = 0
         for i in range(k, n):
             message = messages[i]
             tokens = count(message)
+            if message.role == "user":
+                self.last_user = i
+            elif limit is not None and message.role == "tool" and tokens > limit:
+                tokens = self._cut(i, message, limit)
             total += tokens
             ids.append(message.id)
             prefix.append(total)
             pos[message.id] = i
-            if message.role == "user":
-                self.last_user = i
-            elif limit is not None and message.role == "tool" and tokens > limit:
-                self.big.append(i)
         return n - k
+
+    def _cut(self, i: int, message: Message, limit: int) -> int:
+        counter = self.counter
+        head, full = counter.truncate(message.text, limit)
+        text = f"{head}\n[compact: tool result cut to {limit} of {full} tokens]"
+        self._cut_text[i] = text
+        self.big.append(i)
+        self.last_cut += 1
+        return counter.count_message(message.model_copy(update={"content": text}))
 
     def _truncate(self, k: int, messages: Sequence[Message]) -> None:
         for message_id in self.ids[k:]:
@@ -74,7 +101,7 @@ class ThreadTokens:
         del self.ids[k:]
         del self.prefix[k + 1 :]
         while self.big and self.big[-1] >= k:
-            self._big_saving.pop(self.big.pop(), None)
+            self._cut_text.pop(self.big.pop(), None)
         if self.last_user >= k:
             self.last_user = -1
             for i in range(k - 1, -1, -1):
@@ -83,7 +110,7 @@ class ThreadTokens:
                     break
 
     def tokens(self, start: int, stop: int | None = None) -> int:
-        """Tokens of messages ``[start, stop)`` as indexed (before any truncation)."""
+        """Tokens of messages ``[start, stop)`` as the request carries them."""
         prefix = self.prefix
         return prefix[len(prefix) - 1 if stop is None else stop] - prefix[start]
 
@@ -93,19 +120,11 @@ class ThreadTokens:
             return hint
         return self.pos.get(message_id)
 
-    def big_in(self, start: int, stop: int) -> list[int]:
-        """Positions of oversized tool results in ``[start, stop)``."""
+    def replacements(self, start: int, stop: int, messages: Sequence[Message]) -> dict[str, str]:
+        """``{message id: cut text}`` of the tool results cut in ``[start, stop)``."""
         lo = bisect_left(self.big, start)
         hi = bisect_left(self.big, stop)
-        return self.big[lo:hi]
-
-    def set_replacement(self, index: int, saving: int, text: str) -> None:
-        """Record the truncated text of the result at ``index`` and the tokens it saves."""
-        self._big_saving[index] = (saving, text)
-
-    def replacement(self, index: int) -> tuple[int, str] | None:
-        """``(tokens saved, truncated text)`` of the result at ``index``, if computed."""
-        return self._big_saving.get(index)
+        return {messages[i].id: self._cut_text[i] for i in self.big[lo:hi]}
 
     def first_start_within(self, start: int, stop: int, budget: int) -> int:
         """The smallest ``d >= start`` with ``tokens(d, stop) <= budget`` (``stop`` if none)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 from awaken_runtime import (
@@ -13,8 +15,9 @@ from awaken_runtime import (
 )
 
 from ._config import CompactConfig
-from ._hook import SUMMARY_BAND, Caches, CompactHook
-from ._state import STATS, SUMMARY
+from ._hook import Caches, CompactHook
+from ._plan import SUMMARY_BAND
+from ._state import BACKOFF, STATS, SUMMARY
 from ._window import window_bound_fields
 
 __all__ = ["PLUGIN_ID", "CompactPlugin", "compact_bound"]
@@ -25,9 +28,14 @@ PLUGIN_ID = "compact"
 
 def compact_bound() -> CapabilityBound:
     """Exactly what the plugin uses: one BEFORE_INFERENCE hook, the THREAD summary and
-    RUN stats keys, the session band, and the request window."""
+    back-off and RUN stats keys, the session band, and the request window."""
     fields = window_bound_fields()
-    keys: set[StateKeyDecl] = {SUMMARY.decl, STATS.decl, *fields.pop("state_keys", ())}
+    keys: set[StateKeyDecl] = {
+        SUMMARY.decl,
+        BACKOFF.decl,
+        STATS.decl,
+        *fields.pop("state_keys", ()),
+    }
     return CapabilityBound(
         state_keys=frozenset(keys),
         phase_hooks=frozenset({PhaseHookPoint.BEFORE_INFERENCE}),
@@ -41,7 +49,8 @@ class CompactPlugin:
 
     One plugin object serves every agent that enables it; token counters
     (per encoding) and per-thread token indexes are shared, so a thread's
-    counts are computed once per process.
+    counts are computed once per process. ``clock`` (Unix seconds) times the
+    compactor back-off; tests pass a fake one.
     """
 
     manifest = PluginManifest(
@@ -53,8 +62,8 @@ class CompactPlugin:
         bound=compact_bound(),
     )
 
-    def __init__(self) -> None:
-        self.caches = Caches()
+    def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
+        self.caches = Caches(clock=clock)
 
     def __repr__(self) -> str:
         return "CompactPlugin()"
@@ -67,6 +76,6 @@ class CompactPlugin:
             config = CompactConfig.model_validate(config)
         hook = CompactHook(PLUGIN_ID, config, self.caches)
         return Contributions(
-            state_keys=[SUMMARY, STATS],
+            state_keys=[SUMMARY, BACKOFF, STATS],
             phase_hooks={PhaseHookPoint.BEFORE_INFERENCE: hook},
         )

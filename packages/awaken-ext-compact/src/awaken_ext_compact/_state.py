@@ -6,7 +6,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from awaken_runtime import Scope, StateKey
 
-__all__ = ["STATS", "SUMMARY", "CompactStats", "Summary"]
+__all__ = [
+    "BACKOFF",
+    "STATS",
+    "SUMMARY",
+    "CompactBackoff",
+    "CompactStats",
+    "Summary",
+    "next_backoff",
+]
 
 
 class Summary(BaseModel):
@@ -43,6 +51,25 @@ class CompactStats(BaseModel):
     """Planned request tokens when these stats were last written."""
 
 
+class CompactBackoff(BaseModel):
+    """Consecutive compactor failures of a thread and when to try again."""
+
+    model_config = ConfigDict(frozen=True)
+    failures: int = Field(ge=1)
+    """Consecutive failed compactions (reset by a success)."""
+    next_attempt_at: float
+    """Unix time before which the compactor is not called again."""
+    last_failure: str = ""
+
+
+def next_backoff(failures: int, reason: str, now: float, base: float, cap: float) -> CompactBackoff:
+    """The back-off after one more failure (``failures`` so far): the wait starts at
+    ``base`` seconds and doubles with each consecutive failure, up to ``cap``."""
+    count = failures + 1
+    delay = min(cap, base * 2.0 ** min(count - 1, 60))
+    return CompactBackoff(failures=count, next_attempt_at=now + delay, last_failure=reason)
+
+
 SUMMARY: StateKey[Summary | None] = StateKey(
     "compact.summary", Summary | None, default=None, scope=Scope.THREAD
 )
@@ -52,3 +79,8 @@ STATS: StateKey[CompactStats] = StateKey(
     "compact.stats", CompactStats, default=CompactStats(), scope=Scope.RUN
 )
 """RUN-scope: counters and the last failure."""
+
+BACKOFF: StateKey[CompactBackoff | None] = StateKey(
+    "compact.backoff", CompactBackoff | None, default=None, scope=Scope.THREAD
+)
+"""THREAD-scope: the failing compactor's back-off, kept across runs and processes."""

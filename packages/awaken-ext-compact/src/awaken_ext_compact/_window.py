@@ -8,10 +8,9 @@ loses its call) and the key is cleared after the request, like context
 messages. Writing it needs ``CapabilityBound.narrows_window``.
 
 The plugin also writes ``"replace_content": {message_id: text}`` (tool results
-cut by ``max_tool_result_tokens``). The core honours that only once it lists
-it in ``awaken_runtime.REQUEST_WINDOW_FIELDS``
-(:func:`core_supports_replacements`); until then the plugin does not count
-on it.
+over the cap). The core applies it because it lists it in
+``awaken_runtime.REQUEST_WINDOW_FIELDS`` (:func:`core_supports_replacements`);
+with an older core that does not, the plugin caps nothing.
 
 With a core that has no request window at all (:func:`core_supports_request_window`
 is false) the key is declared as a plain run-scope state key, so the same

@@ -14,7 +14,13 @@ safetensors or tokenizers; embedders load what they need on first use.
 from ._bank import MemoryBank, OwnerKey
 from ._cache import EmbeddingCache, default_cache_dir, text_digest
 from ._config import MemoryConfig
-from ._embedder import Embedder, EmbedderUnavailable, normalize_rows
+from ._embedder import (
+    UNCALIBRATED_MIN_SCORE,
+    Embedder,
+    EmbedderUnavailable,
+    default_min_score,
+    normalize_rows,
+)
 from ._extract import (
     AgentExtractor,
     ExtractionRequest,
@@ -26,9 +32,16 @@ from ._extract import (
 from ._hashing import HashingEmbedder
 from ._index import VectorIndex
 from ._litellm import LiteLLMEmbedder
-from ._minilm import MiniLMEmbedder, bundled_minilm_path
+from ._minilm import MiniLMEmbedder, blas_threads, bundled_minilm_path, minilm_available
 from ._ops import MemoryOps, Remembered, render_memories
-from ._plugin import CONTEXT_KEY, MEMORY_BAND, PLUGIN_ID, MemoryPlugin, memory_bound
+from ._plugin import (
+    CONTEXT_KEY,
+    MEMORY_BAND,
+    PLUGIN_ID,
+    MemoryPlugin,
+    MemoryWarning,
+    memory_bound,
+)
 from ._records import (
     RECORDS_KEY,
     MemoryKind,
@@ -48,6 +61,7 @@ __all__ = [
     "PLUGIN_ID",
     "RECORDS_KEY",
     "TOOL_IDS",
+    "UNCALIBRATED_MIN_SCORE",
     "AgentExtractor",
     "Embedder",
     "EmbedderUnavailable",
@@ -63,6 +77,7 @@ __all__ = [
     "MemoryPlugin",
     "MemoryRecord",
     "MemorySource",
+    "MemoryWarning",
     "MiniLMEmbedder",
     "OwnerKey",
     "ProposedMemory",
@@ -70,10 +85,13 @@ __all__ = [
     "Tombstone",
     "VectorIndex",
     "__version__",
+    "blas_threads",
     "bundled_minilm_path",
     "default_cache_dir",
+    "default_min_score",
     "memory_bound",
     "memory_tools",
+    "minilm_available",
     "new_memory_id",
     "normalize_rows",
     "parse_entry",

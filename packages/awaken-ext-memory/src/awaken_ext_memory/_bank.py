@@ -20,9 +20,12 @@ stale.
 from __future__ import annotations
 
 import asyncio
+import os
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -37,13 +40,30 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-__all__ = ["MemoryBank", "OwnerKey"]
+__all__ = ["MemoryBank", "OwnerKey", "embedding_executor"]
 
 OwnerKey = tuple[Scope, str]
 """``(scope, owner id)``: a profile id, a thread id, or a shared namespace."""
 
 _PENDING_TTL = 3600.0
 _EMBED_BATCH = 256
+_executor: ThreadPoolExecutor | None = None
+_executor_lock = threading.Lock()
+
+
+def embedding_executor() -> ThreadPoolExecutor:
+    """The worker threads blocking embedders run in: one per CPU, shared by every bank.
+
+    Bounded on purpose: twenty runs injecting at once queue here instead of
+    starting twenty CPU-bound threads that would starve the event loop.
+    """
+    global _executor
+    with _executor_lock:
+        if _executor is None:
+            _executor = ThreadPoolExecutor(
+                max_workers=max(1, os.cpu_count() or 1), thread_name_prefix="awaken-memory-embed"
+            )
+        return _executor
 
 
 @dataclass(slots=True)
@@ -91,7 +111,8 @@ class MemoryBank:
         self.embed_calls += 1
         self.embedded_texts += len(texts)
         if is_blocking(self.embedder):
-            out = await asyncio.to_thread(self.embedder.embed, list(texts))
+            loop = asyncio.get_running_loop()
+            out = await loop.run_in_executor(embedding_executor(), self.embedder.embed, list(texts))
         else:
             out = self.embedder.embed(list(texts))
         return np.asarray(out, dtype=np.float32)

@@ -15,8 +15,9 @@ class MemoryConfig(BaseModel):
     """Validated from ``AgentConfig.plugin_config["memory"]``.
 
     Every field has a default, so enabling the plugin with no table works:
-    profile-scope memories, the offline hashing embedder, injection of the
-    top 5 memories before each inference, and the three tools.
+    profile-scope memories, the MiniLM embedder when its weights are
+    installed (else the hashing one, with a warning), injection of the top 5
+    memories before each inference, and the three tools.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -24,8 +25,10 @@ class MemoryConfig(BaseModel):
     scope: Literal["profile", "thread", "shared"] = "profile"
     """Where memories live: one user's (profile), one thread's, or a shared namespace's."""
 
-    embedder: Literal["hashing", "minilm", "litellm"] = "hashing"
-    """Which embedder to build (an embedder passed to ``MemoryPlugin(embedder=...)`` wins)."""
+    embedder: Literal["auto", "hashing", "minilm", "litellm"] = "auto"
+    """Which embedder to build (an embedder passed to ``MemoryPlugin(embedder=...)`` wins).
+    ``auto``: MiniLM if its bundled weights and packages are installed, else hashing
+    (warned once: paraphrase recall will be poor)."""
     dim: int = Field(default=384, ge=8)
     """``hashing``: number of buckets."""
     model_path: str | None = None
@@ -37,8 +40,9 @@ class MemoryConfig(BaseModel):
 
     top_k: int = Field(default=5, ge=1, le=100)
     """How many memories the injection lists at most."""
-    min_score: float = Field(default=0.25, ge=-1.0, le=1.0)
-    """Cosine similarity a memory needs to be injected or recalled."""
+    min_score: float | None = Field(default=None, ge=-1.0, le=1.0)
+    """Cosine similarity a memory needs to be injected or recalled. ``None``: the
+    embedder's calibrated threshold (MiniLM 0.22, hashing 0.09, others 0.25)."""
     dedupe_threshold: float = Field(default=0.9, gt=0.0, le=1.0)
     """A new memory at least this similar to an existing one updates it instead."""
     inject: bool = True
@@ -51,9 +55,11 @@ class MemoryConfig(BaseModel):
     """Longest memory text ``remember`` accepts."""
 
     cache: bool = True
-    """Keep embeddings on disk so a restart does not re-embed every memory."""
+    """Keep embeddings on disk so a restart does not re-embed every memory (only for
+    embedders that need it: never for the hashing embedder)."""
     cache_dir: str | None = None
-    """Cache directory (default ``$AWAKEN_MEMORY_CACHE`` or ``~/.cache/awaken/memory``)."""
+    """Cache directory (default ``$AWAKEN_MEMORY_CACHE``, else
+    ``$XDG_CACHE_HOME/awaken/memory``, else ``~/.cache/awaken/memory``)."""
 
     extractor: str | None = None
     """Automatic extraction at RUN_END (off by default): the name of an extractor given to

@@ -9,7 +9,18 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-__all__ = ["Embedder", "EmbedderUnavailable", "is_blocking", "normalize_rows"]
+__all__ = [
+    "UNCALIBRATED_MIN_SCORE",
+    "Embedder",
+    "EmbedderUnavailable",
+    "default_min_score",
+    "is_blocking",
+    "needs_cache",
+    "normalize_rows",
+]
+
+UNCALIBRATED_MIN_SCORE = 0.25
+"""``min_score`` for an embedder that states no calibrated one (``default_min_score``)."""
 
 
 class EmbedderUnavailable(RuntimeError):
@@ -26,9 +37,12 @@ class Embedder(Protocol):
     ``embed`` returns a ``float32`` array of shape ``(len(texts), dim)``; rows
     need not be normalized (the index normalizes). ``id`` names the model and
     its settings: vectors of different ids are never mixed, and the on-disk
-    cache is keyed by it. An embedder may set ``blocking = False`` when
-    ``embed`` is cheap enough to run on the event loop; otherwise the plugin
-    calls it in a worker thread.
+    cache is keyed by it. Optional attributes: ``blocking = False`` when
+    ``embed`` is cheap enough to run on the event loop (otherwise the plugin
+    calls it in a worker thread); ``cacheable = False`` when recomputing a
+    vector is as cheap as reading it back (no disk cache is then kept);
+    ``default_min_score``, the cosine threshold calibrated for it (see
+    :func:`default_min_score`).
     """
 
     @property
@@ -49,6 +63,17 @@ class Embedder(Protocol):
 def is_blocking(embedder: Any) -> bool:
     """Whether ``embedder.embed`` should run in a worker thread (default: yes)."""
     return bool(getattr(embedder, "blocking", True))
+
+
+def needs_cache(embedder: Any) -> bool:
+    """Whether vectors of ``embedder`` are worth a disk cache (default: yes)."""
+    return bool(getattr(embedder, "cacheable", True))
+
+
+def default_min_score(embedder: Any) -> float:
+    """The embedder's calibrated ``min_score``, else :data:`UNCALIBRATED_MIN_SCORE`."""
+    value = getattr(embedder, "default_min_score", None)
+    return float(value) if value is not None else UNCALIBRATED_MIN_SCORE
 
 
 def normalize_rows(matrix: NDArray[np.float32]) -> NDArray[np.float32]:

@@ -17,6 +17,7 @@ from awaken_runtime import Command
 
 from ._bank import MemoryBank, OwnerKey
 from ._config import MemoryConfig
+from ._embedder import default_min_score
 from ._records import (
     MemoryRecord,
     MemorySource,
@@ -82,6 +83,10 @@ class MemoryOps:
         self.bank = bank
         self.config = config
         self.clock = clock
+        self.min_score = (
+            config.min_score if config.min_score is not None else default_min_score(bank.embedder)
+        )
+        """The threshold in force: the configured one, or the embedder's calibrated one."""
 
     async def _nearest(
         self, key: OwnerKey, records: Mapping[str, Any], vector: NDArray[np.float32]
@@ -177,5 +182,5 @@ class MemoryOps:
         if not records:
             return []
         vector = (await self.bank.embed([query]))[0] if isinstance(query, str) else query
-        threshold = self.config.min_score if min_score is None else min_score
+        threshold = self.min_score if min_score is None else min_score
         return await self.bank.search(key, records, vector, k, threshold)

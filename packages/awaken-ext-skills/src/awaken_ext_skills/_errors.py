@@ -27,12 +27,13 @@ class DuplicateSkillError(SkillError):
 
 
 class SkillWarning(UserWarning):
-    """Issued (``warnings.warn``) for a skill that is invalid and left out."""
+    """Issued (``warnings.warn``) for a skill that is invalid and left out, or that
+    loaded with a caveat (an over-long description, unknown allowed-tools ids)."""
 
 
 @dataclass(frozen=True, slots=True)
 class SkillProblem:
-    """Why one skill folder (or source) was left out."""
+    """Why one skill folder (or source) was left out, or what is off about a loaded one."""
 
     path: Path
     """The file or folder at fault (usually a ``SKILL.md``)."""
@@ -40,7 +41,10 @@ class SkillProblem:
     """What is wrong and how to fix it."""
     source: str = ""
     """The source the skill came from (config path, distribution, ...)."""
+    left_out: bool = True
+    """``False`` for a skill that loaded anyway (the problem is a caveat)."""
 
     def __str__(self) -> str:
         where = f" (from {self.source})" if self.source else ""
-        return f"invalid skill {str(self.path)!r}{where}: {self.reason}"
+        what = "invalid skill" if self.left_out else "skill"
+        return f"{what} {str(self.path)!r}{where}: {self.reason}"

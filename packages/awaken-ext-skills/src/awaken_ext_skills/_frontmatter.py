@@ -16,21 +16,29 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 __all__ = [
     "MAX_DESCRIPTION_CHARS",
     "MAX_NAME_CHARS",
+    "MAX_TEXT_CHARS",
     "ArgumentSpec",
     "Frontmatter",
     "FrontmatterError",
     "parse_frontmatter",
+    "parse_tool_list",
     "split_frontmatter",
 ]
 
 MAX_NAME_CHARS = 64
 """Longest allowed skill name."""
 MAX_DESCRIPTION_CHARS = 1024
-"""Longest allowed description (and when-to-use text)."""
+"""Longest description (and when-to-use text) shown in full; longer ones load with
+a warning and are cut to this length in the catalog."""
+MAX_TEXT_CHARS = 64 * 1024
+"""Longest description or when-to-use text accepted at all."""
 
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _ARG_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
 _TOOL_ID = re.compile(r"[A-Za-z0-9_\-.]{1,128}")
+# One entry of a tool list: an id, optionally followed by a Claude Code style
+# argument pattern in parentheses (``Bash(git status:*)``), which may hold spaces.
+_TOOL_ENTRY = re.compile(r"([^\s,()]+)(\([^()]*\))?|([()])")
 _FENCES = ("---", "...")
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -63,11 +71,9 @@ class Frontmatter(BaseModel):
 
     model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
     name: str
-    description: str = Field(max_length=MAX_DESCRIPTION_CHARS)
+    description: str = Field(max_length=MAX_TEXT_CHARS)
     allowed_tools: str | list[str] | None = Field(default=None, alias="allowed-tools")
-    when_to_use: str | None = Field(
-        default=None, alias="when-to-use", max_length=MAX_DESCRIPTION_CHARS
-    )
+    when_to_use: str | None = Field(default=None, alias="when-to-use", max_length=MAX_TEXT_CHARS)
     arguments: list[ArgumentSpec] = Field(default_factory=list)
     license: str | None = None
     metadata: dict[str, str] = Field(default_factory=dict)
@@ -96,19 +102,15 @@ class Frontmatter(BaseModel):
     def _check_tools_type(cls, value: Any) -> Any:
         ok_list = isinstance(value, list) and all(isinstance(v, str) for v in value)
         if value is not None and not isinstance(value, str) and not ok_list:
-            raise ValueError("must be tool ids separated by spaces, e.g. 'read_pdf write_pdf'")
+            raise ValueError(
+                "must be tool ids separated by commas or spaces, e.g. 'Read, Grep' or a YAML list"
+            )
         return value
 
     @field_validator("allowed_tools")
     @classmethod
     def _check_tools(cls, value: str | list[str] | None) -> str | list[str] | None:
-        ids = value.split() if isinstance(value, str) else (value or [])
-        bad = [t for t in ids if not _TOOL_ID.fullmatch(t)]
-        if bad:
-            raise ValueError(
-                f"{', '.join(repr(b) for b in bad)} {'is' if len(bad) == 1 else 'are'} not "
-                f"tool ids (letters, digits, '_', '-', '.'); separate ids with spaces"
-            )
+        parse_tool_list(value)
         return value
 
     @field_validator("arguments")
@@ -124,9 +126,62 @@ class Frontmatter(BaseModel):
     @property
     def tool_ids(self) -> tuple[str, ...]:
         """``allowed-tools`` as a tuple of tool ids (in the order written, deduplicated)."""
-        value = self.allowed_tools
-        ids = value.split() if isinstance(value, str) else (value or [])
-        return tuple(dict.fromkeys(ids))
+        return parse_tool_list(self.allowed_tools)[0]
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """Caveats of a header that loads but not entirely as written (for warnings)."""
+        notes: list[str] = list(parse_tool_list(self.allowed_tools)[1])
+        for key, text in (("description", self.description), ("when-to-use", self.when_to_use)):
+            if text is not None and len(text.strip()) > MAX_DESCRIPTION_CHARS:
+                notes.append(
+                    f"{key!r} is {len(text.strip())} characters; the catalog shows the first "
+                    f"{MAX_DESCRIPTION_CHARS} (shorten it so the model sees all of it)"
+                )
+        return tuple(notes)
+
+
+def parse_tool_list(value: str | list[str] | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``allowed-tools`` as ``(tool_ids, notes)``.
+
+    Accepts the forms skill files use in the wild: ids separated by spaces
+    (Agent Skills), by commas (Claude Code: ``Read, Grep, Glob``) or both, or
+    a YAML list. An argument pattern such as ``Bash(git status:*)`` names
+    the tool ``Bash``; the pattern itself is not enforced (a note says so).
+    Raises ``ValueError`` for an entry that is not a tool id.
+    """
+    if value is None:
+        return (), ()
+    items = [value] if isinstance(value, str) else value
+    ids: list[str] = []
+    patterns: list[str] = []
+    bad: list[str] = []
+    for item in items:
+        for found in _TOOL_ENTRY.finditer(item):
+            name, pattern, stray = found.groups()
+            if stray:  # an unbalanced parenthesis
+                bad.append(stray)
+            elif _TOOL_ID.fullmatch(name):
+                ids.append(name)
+            else:
+                bad.append(name)
+            if pattern:
+                patterns.append(name + pattern)
+    if bad:
+        raise ValueError(
+            f"{', '.join(repr(b) for b in bad)} {'is' if len(bad) == 1 else 'are'} not "
+            f"tool ids (letters, digits, '_', '-', '.'); separate ids with commas or spaces"
+        )
+    notes = (
+        (
+            f"allowed-tools patterns {', '.join(repr(p) for p in patterns)} are read as "
+            f"their tool ids only; the argument patterns are not enforced (use the "
+            f"permissions plugin to restrict arguments)",
+        )
+        if patterns
+        else ()
+    )
+    return tuple(dict.fromkeys(ids)), notes
 
 
 def split_frontmatter(text: str) -> tuple[str, str]:

@@ -60,6 +60,8 @@ class SkillsHook:
         self._last_inject: Command | None = None
         self._last_only: frozenset[str] = frozenset()
         self._last_filter: Command | None = None
+        self._tools_seen: object = None
+        self._known: dict[tuple[str, str], tuple[str, ...]] = {}
 
     def catalog(self) -> ContextMessage | None:
         """The catalog entry for the current registry generation (rendered once per change)."""
@@ -118,8 +120,10 @@ class SkillsHook:
             kept[name] = activation
             entries.append(self.instructions(skill, activation))
             if skill.allowed_tools:
-                narrowing = True
-                allowed.update(skill.allowed_tools)
+                known = self._known_tools(skill, ctx)
+                if known:
+                    narrowing = True
+                    allowed.update(known)
         catalog = self.catalog()
         if catalog is not None:
             entries.append(catalog)
@@ -140,6 +144,40 @@ class SkillsHook:
         if narrowing and self.config.narrow_tools:
             commands.append(self._filter(frozenset(allowed | self.skill_tool_ids)))
         return HookReaction(commands=commands)
+
+    def _known_tools(self, skill: Skill, ctx: PhaseContext) -> tuple[str, ...]:
+        """The ``allowed-tools`` of ``skill`` that this agent has.
+
+        Ids the agent does not have are reported once (a notice on the
+        registry, plus a :class:`SkillWarning`); a skill none of whose ids
+        exist does not narrow at all, so a typo cannot hide every real tool.
+        """
+        if ctx.request is None:
+            return skill.allowed_tools
+        tools = ctx.request.tools
+        if tools is not self._tools_seen:  # the agent's descriptors: one object per run
+            self._tools_seen = tools
+            self._known.clear()
+        key = (skill.name, skill.fingerprint)
+        found = self._known.get(key)
+        if found is None:
+            have = {t.id for t in tools}
+            found = tuple(t for t in skill.allowed_tools if t in have)
+            unknown = [t for t in skill.allowed_tools if t not in have]
+            if unknown:
+                effect = (
+                    "they are ignored"
+                    if found
+                    else "none of its allowed-tools exist, so it does not narrow the tools"
+                )
+                self.registry.notice(
+                    skill,
+                    f"allowed-tools {', '.join(repr(t) for t in unknown)} are not tools of "
+                    f"agent {ctx.run.agent_id!r}; {effect} (check the ids against the "
+                    f"agent's tools)",
+                )
+            self._known[key] = found
+        return found
 
     def _inject(self, entries: list[ContextMessage]) -> Command:
         last = self._last_entries

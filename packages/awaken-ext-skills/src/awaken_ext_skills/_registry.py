@@ -79,6 +79,9 @@ class SkillRegistry:
         self._generation = 0
         self.problems: list[SkillProblem] = []
         """Why skills were left out at the last read (plus later :meth:`check` drops)."""
+        self.notices: list[SkillProblem] = []
+        """Caveats of skills that loaded (``left_out=False``): over-long descriptions,
+        argument patterns in allowed-tools, allowed-tools ids an agent does not have."""
 
     # -- sources -----------------------------------------------------------
 
@@ -130,6 +133,20 @@ class SkillRegistry:
         self.problems = problems
         for problem in problems:
             warnings.warn(SkillWarning(str(problem)), stacklevel=2)
+        self.notices = []
+        for skill in self._ordered:
+            self._note_skill(skill)
+
+    def notice(self, skill: Skill, reason: str) -> None:
+        """Record (once) and warn about a caveat of a loaded skill."""
+        problem = SkillProblem(skill.skill_md, reason, skill.source, left_out=False)
+        if problem not in self.notices:
+            self.notices.append(problem)
+            warnings.warn(SkillWarning(str(problem)), stacklevel=3)
+
+    def _note_skill(self, skill: Skill) -> None:
+        for note in skill.notes:
+            self.notice(skill, note)
 
     def _loaded(self) -> dict[str, Skill]:
         if self._skills is None:
@@ -201,6 +218,7 @@ class SkillRegistry:
             return None
         skills[name] = fresh
         if fresh.fingerprint != skill.fingerprint:
+            self._note_skill(fresh)
             self._reorder()
         return fresh
 

@@ -30,6 +30,16 @@ def read_resource(
     :class:`PathRefused` for every refusal.
     """
     target = confine(skill.root, path, RESOURCE_AREAS)
+    try:
+        return _read(skill, path, target, max_text_bytes, max_asset_bytes)
+    except OSError as exc:  # permissions, a file removed meanwhile, ...
+        reason = exc.strerror or type(exc).__name__  # never the absolute path
+        raise PathRefused("unreadable", f"cannot read {path!r}: {reason}") from None
+
+
+def _read(
+    skill: Skill, path: str, target: Path, max_text_bytes: int, max_asset_bytes: int
+) -> dict[str, Any]:
     area = Path(path).parts[0]
     size = target.stat().st_size
     result: dict[str, Any] = {"skill": skill.name, "path": path, "size": size}

@@ -73,7 +73,8 @@ class Skill:
     ``fingerprint`` is the sha256 of the SKILL.md bytes: an activation
     remembers it, and a mismatch later (the file changed) deactivates the
     skill. ``stamp`` is the file's ``(mtime_ns, size, inode)`` when read, used
-    to notice changes without re-reading.
+    to notice changes without re-reading. ``description`` is kept in full;
+    the catalog shows at most ``MAX_DESCRIPTION_CHARS`` of it.
     """
 
     name: str
@@ -88,6 +89,8 @@ class Skill:
     source: str = ""
     fingerprint: str = ""
     stamp: Stamp = (0, 0, 0)
+    notes: tuple[str, ...] = ()
+    """Caveats of a skill that loaded, but not entirely as written (each is warned about)."""
 
     @property
     def skill_md(self) -> Path:
@@ -202,4 +205,5 @@ def load_skill(folder: str | os.PathLike[str], *, source: str = "") -> Skill:
         source=source,
         fingerprint=hashlib.sha256(raw).hexdigest()[:32],
         stamp=stat_stamp(st),
+        notes=meta.notes,
     )

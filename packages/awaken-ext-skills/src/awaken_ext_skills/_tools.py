@@ -4,7 +4,7 @@ Results are JSON. Refusals are error results (``is_error``) of the form
 ``{"error": code, "message": text}`` with stable codes: ``unknown_skill``,
 ``skill_not_active``, ``invalid_arguments``, ``invalid_path``,
 ``path_escapes_root``, ``not_allowed``, ``not_found``, ``not_a_file``,
-``not_utf8``, ``too_large``, ``unsupported_script``, ``script_failed_to_start``.
+``not_utf8``, ``unreadable``, ``too_large``, ``unsupported_script``, ``script_failed_to_start``.
 """
 
 from __future__ import annotations
