@@ -24,7 +24,7 @@ from ._errors import DuplicateMessageId, LeaseLost, RunRecordError, UnmatchedToo
 from ._ports import ConfigVersion, Lease, PruneReport, StreamEvent, ThreadInfo
 from ._thread_store import RunRecord, ScopeBinding, ThreadSnapshot, persistent_batch
 
-__all__ = ["Core", "ThreadData", "check_messages", "merge_run"]
+__all__ = ["Core", "ThreadData", "check_event_seqs", "check_messages", "merge_run"]
 
 
 @dataclass(slots=True)
@@ -96,6 +96,17 @@ def check_messages(
         if tool_calls:
             for call in tool_calls:
                 calls.add(call.id)
+
+
+def check_event_seqs(run_id: str, last: int, events: Sequence[StreamEvent]) -> None:
+    """Raise ``ValueError`` unless the seqs of ``events`` strictly increase past ``last``."""
+    for event in events:
+        if event.seq <= last:
+            raise ValueError(
+                f"run {run_id!r}: event seq {event.seq} is not after seq {last}; "
+                f"stream event seqs must strictly increase"
+            )
+        last = event.seq
 
 
 def merge_run(thread_id: str, old: RunRecord | None, new: RunRecord) -> RunRecord:
@@ -259,14 +270,7 @@ class Core:
     def check_events(self, run_id: str, events: Sequence[StreamEvent]) -> None:
         """Raise ``ValueError`` unless seqs strictly increase past the stored ones."""
         stored = self.events.get(run_id)
-        last = stored[-1].seq if stored else 0
-        for event in events:
-            if event.seq <= last:
-                raise ValueError(
-                    f"run {run_id!r}: event seq {event.seq} is not after seq {last}; "
-                    f"stream event seqs must strictly increase"
-                )
-            last = event.seq
+        check_event_seqs(run_id, stored[-1].seq if stored else 0, events)
 
     def next_config(self, agent_id: str, config: dict[str, Any], note: str) -> ConfigVersion:
         """The version a publish of ``config`` would create."""

@@ -12,205 +12,56 @@ A commit appends its global line (if it has profile/shared writes or a new
 run) first and its thread line second; the thread line is the commit point.
 A global line whose thread line never landed (a crash in between) is cut off
 by the next lock holder; a torn last line is cut off and logged. Each process
-keeps an in-memory mirror (:class:`Core`) and reads only what other
-processes appended since, so commits and loads cost O(new data).
+keeps an in-memory mirror (:class:`~._file_mirror.FileMirror`) and reads only
+what other processes appended since, so commits and loads cost O(new data).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
-from pydantic import ValidationError
+from pydantic import BaseModel
 
 from ..messages._message import Message
 from ..state._engine import Command, CommittedBatch, Scope
 from ..suspension._suspension import ParkedRun
-from ._core import Core, Prepared, ThreadData
-from ._errors import StoreCorrupt, StoreIOError
-from ._file_extras import FileExtras
-from ._file_reads import FileReads
-from ._jsonl import append_line, atomic_write, exclusive, read_lines, truncate_to
-from ._ports import ConfigVersion
+from ._file_extras import lease_table, read_event_log
+from ._file_mirror import FileMirror
+from ._memory import config_dict, find_config, page
+from ._ports import ConfigVersion, Lease, Page, PruneReport, StreamEvent, ThreadInfo, cutoff
 from ._thread_store import RunRecord, ScopeBinding, ThreadSnapshot
 
 __all__ = ["FileStore"]
-
-
-@dataclass(slots=True)
-class Tail:
-    """How much of a file this process has read."""
-
-    ino: int = 0
-    pos: int = 0
-    lines: int = 0
 
 
 def _json(model: Any) -> str:
     return "null" if model is None else str(model.model_dump_json())
 
 
-class FileStore(FileReads, FileExtras):
+class FileStore:
     """A full store in a directory of append-only JSONL files."""
 
     def __init__(self, directory: str | os.PathLike[str], *, lease_ttl: float = 30.0) -> None:
         self.dir = Path(directory)
         self.lease_ttl = lease_ttl
         """Seconds a run's lease on a thread lives without renewal."""
-        try:
-            for sub in ("threads", "events"):
-                (self.dir / sub).mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreIOError(str(self.dir), "create the directory of", exc) from exc
-        self.core = Core()
-        self._mutex = threading.RLock()
-        self._tails: dict[Path, Tail] = {}
-        self._commits: dict[str, set[str]] = {}
-        self._run_index: dict[str, str] = {}
-        self._global = self.dir / "global.jsonl"
-
-    # -- locking and syncing --------------------------------------------------------
-
-    @contextmanager
-    def _locked(self) -> Iterator[None]:
-        with self._mutex, exclusive(self.dir / "LOCK"):
-            self._sync_global()
-            yield
-
-    def _thread_path(self, thread_id: str) -> Path:
-        return self.dir / "threads" / (quote(thread_id, safe="") + ".jsonl")
-
-    def _tail(self, path: Path, reset: Any) -> Tail | None:
-        """The tail of ``path`` after resetting the mirror if the file was replaced."""
-        tail = self._tails.get(path)
-        try:
-            st = path.stat()
-        except FileNotFoundError:
-            if tail is not None:
-                reset()
-                del self._tails[path]
-            return None
-        if tail is None or tail.ino != st.st_ino or st.st_size < tail.pos:
-            if tail is not None:
-                reset()
-            tail = self._tails[path] = Tail(ino=st.st_ino)
-        return tail
-
-    def _sync_thread(self, tid: str) -> ThreadData | None:
-        path = self._thread_path(tid)
-        tail = self._tail(path, lambda: self._forget(tid))
-        if tail is None:
-            return None
-        records, tail.pos, _lines = read_lines(path, tail.pos, tail.lines)
-        for _offset, record in records:
-            tail.lines += 1
-            self._replay(tid, record, path, tail.lines)
-        return self.core.threads.get(tid)
-
-    def _forget(self, tid: str) -> None:
-        thread = self.core.threads.pop(tid, None)
-        self._commits.pop(tid, None)
-        for run_id in thread.run_ids if thread else ():
-            self.core.runs.pop(run_id, None)
-
-    def _replay(self, tid: str, rec: dict[str, Any], path: Path, line: int) -> None:
-        try:
-            messages = [Message.model_validate(m) for m in rec["m"]]
-            batches = [CommittedBatch.model_validate(b) for b in rec["b"]]
-            parked = ParkedRun.model_validate(rec["p"]) if rec["p"] else None
-            binding = ScopeBinding(tid, "", "")
-            if rec.get("snap"):
-                self._forget(tid)
-                core = self.core
-                core.apply_commit(
-                    binding, messages, Prepared(batches, None), parked, rec["at"], scoped=False
-                )
-                thread = core.threads[tid]
-                for raw in rec["runs"]:
-                    run = RunRecord.model_validate(raw)
-                    core.runs[run.run_id] = run
-                    thread.run_ids.append(run.run_id)
-                thread.latest_run_id = rec["latest"]
-                thread.version = rec["v"]
-                self._commits[tid] = set(rec["cs"])
-                return
-            record = RunRecord.model_validate(rec["r"]) if rec["r"] else None
-            version = self.core.apply_commit(
-                binding, messages, Prepared(batches, record), parked, rec["at"], scoped=False
-            )
-            self._commits.setdefault(tid, set()).add(rec["c"])
-        except (KeyError, TypeError, ValidationError) as exc:
-            raise StoreCorrupt(str(path), f"line {line} is not a valid commit ({exc})") from None
-        if version != rec["v"]:
-            raise StoreCorrupt(str(path), f"line {line} has version {rec['v']}, expected {version}")
-
-    def _sync_global(self) -> None:
-        path = self._global
-        tail = self._tail(path, self._reset_global)
-        if tail is None:
-            return
-        records, end, _ = read_lines(path, tail.pos, tail.lines)
-        if records:
-            offset, last = records[-1]
-            tid, cid = last.get("t"), last.get("c")
-            if tid is not None and cid is not None:
-                self._sync_thread(tid)
-                if cid not in self._commits.get(tid, ()):
-                    truncate_to(path, offset)  # its thread line never landed
-                    records.pop()
-                    end = offset
-        tail.pos = end
-        for _offset, rec in records:
-            tail.lines += 1
-            self._apply_global(rec, path, tail.lines)
-
-    def _reset_global(self) -> None:
-        self.core.scoped.clear()
-        self.core.configs.clear()
-        self._run_index.clear()
-
-    def _apply_global(self, rec: dict[str, Any], path: Path, line: int) -> None:
-        try:
-            for scope, owner, raw in rec.get("ops", ()):
-                self.core.apply_scoped(Scope(scope), owner, [Command.model_validate(raw)])
-            if "state" in rec:
-                scope, owner, values = rec["state"]
-                self.core.scoped[(Scope(scope), owner)] = {
-                    (Scope(scope), k): v for k, v in values.items()
-                }
-            if rec.get("run"):
-                self._run_index[rec["run"]] = rec["t"]
-            if "cfg" in rec:
-                cfg = ConfigVersion.model_validate(rec["cfg"])
-                self.core.configs.setdefault(cfg.agent_id, []).append(cfg)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise StoreCorrupt(str(path), f"line {line} is not a valid entry ({exc})") from None
-
-    def _append(self, path: Path, line: str) -> int:
-        """Append a line this process wrote and advance its tail; returns the old size."""
-        tail = self._tails.get(path)
-        old = tail.pos if tail is not None else 0
-        size = append_line(path, line.encode())
-        if tail is None:
-            tail = self._tails[path] = Tail(ino=path.stat().st_ino)
-        tail.pos, tail.lines = size, tail.lines + 1
-        return old
+        self._files = FileMirror(self.dir)
+        self.core = self._files.core
 
     # -- ThreadStore --------------------------------------------------------------------
 
     async def load(self, binding: ScopeBinding) -> ThreadSnapshot:
         """Load the thread plus its profile and shared state."""
-        with self._locked():
-            self._sync_thread(binding.thread_id)
-            return self.core.snapshot(binding)
+        files = self._files
+        with files.locked():
+            files.sync_thread(binding.thread_id)
+            return files.core.snapshot(binding)
 
     async def commit(
         self,
@@ -222,12 +73,11 @@ class FileStore(FileReads, FileExtras):
         parked: ParkedRun | None = None,
     ) -> int:
         """Append one fsynced line (two with profile/shared writes or a new run)."""
-        tid = binding.thread_id
-        with self._locked():
-            self._sync_thread(tid)
-            prep = self.core.prepare_commit(
-                binding, expected_version, messages, batches, run_record
-            )
+        tid, files = binding.thread_id, self._files
+        core = files.core
+        with files.locked():
+            files.sync_thread(tid)
+            prep = core.prepare_commit(binding, expected_version, messages, batches, run_record)
             cid, at = os.urandom(8).hex(), time.time()
             scoped = [
                 (c.scope, binding.owner(c.scope), c)
@@ -236,12 +86,12 @@ class FileStore(FileReads, FileExtras):
                 if c.scope is not Scope.THREAD
             ]
             run_id = prep.record.run_id if prep.record is not None else None
-            new_run = run_id is not None and run_id not in self._run_index
+            new_run = run_id is not None and run_id not in files.run_index
             undo = None
             if scoped or new_run:
                 ops = [[s.value, o, c.model_dump(mode="json")] for s, o, c in scoped]
                 entry = {"c": cid, "t": tid, "ops": ops, "run": run_id if new_run else None}
-                undo = self._append(self._global, json.dumps(entry) + "\n")
+                undo = files.append(files.global_path, json.dumps(entry) + "\n")
             line = (
                 f'{{"c":"{cid}","v":{expected_version + 1},"at":{at!r},"m":['
                 + ",".join(m.model_dump_json() for m in messages)
@@ -250,45 +100,207 @@ class FileStore(FileReads, FileExtras):
                 + f'],"r":{_json(prep.record)},"p":{_json(parked)}}}\n'
             )
             try:
-                self._append(self._thread_path(tid), line)
+                files.append(files.thread_path(tid), line)
             except BaseException:
                 if undo is not None:
-                    truncate_to(self._global, undo)
-                    self._tails[self._global].pos = undo
-                    self._tails[self._global].lines -= 1
+                    files.undo_global(undo)
                 raise
-            version = self.core.apply_commit(binding, messages, prep, parked, at, scoped=False)
-            self._commits.setdefault(tid, set()).add(cid)
+            version = core.apply_commit(binding, messages, prep, parked, at, scoped=False)
+            files.commits.setdefault(tid, set()).add(cid)
             for scope, owner, command in scoped:
-                self.core.apply_scoped(scope, owner, [command])
+                core.apply_scoped(scope, owner, [command])
             if run_id is not None and new_run:
-                self._run_index[run_id] = tid
+                files.run_index[run_id] = tid
             return version
 
     def compact(self, thread_id: str) -> None:
         """Rewrite a thread's file as one snapshot line (atomic rename); a no-op if absent."""
-        with self._locked():
-            self._compact(thread_id)
-
-    def _compact(self, tid: str) -> None:
-        thread = self._sync_thread(tid)
-        if thread is None:
-            return
-        snap = {
-            "snap": 1,
-            "v": thread.version,
-            "at": thread.updated_at,
-            "m": [m.model_dump(mode="json") for m in thread.messages],
-            "b": [b.model_dump(mode="json") for b in thread.batches],
-            "runs": [self.core.runs[r].model_dump(mode="json") for r in thread.run_ids],
-            "latest": thread.latest_run_id,
-            "p": thread.parked.model_dump(mode="json") if thread.parked else None,
-            "cs": sorted(self._commits.get(tid, ())),
-        }
-        path = self._thread_path(tid)
-        data = (json.dumps(snap, ensure_ascii=False) + "\n").encode()
-        atomic_write(path, data)
-        self._tails[path] = Tail(ino=path.stat().st_ino, pos=len(data), lines=1)
+        with self._files.locked():
+            self._files.compact(thread_id)
 
     async def close(self) -> None:
         """Nothing stays open between operations."""
+
+    # -- reads, runs, threads -----------------------------------------------------------
+
+    async def read_messages(
+        self, thread_id: str, after: int = 0, limit: int = 100
+    ) -> Page[Message]:
+        """Messages with seq > ``after``."""
+        with self._files.locked():
+            thread = self._files.sync_thread(thread_id)
+            return page(thread.messages if thread else [], after, limit)
+
+    async def read_batches(
+        self, thread_id: str, after: int = 0, limit: int = 100
+    ) -> Page[CommittedBatch]:
+        """Persisted batches with seq > ``after``."""
+        with self._files.locked():
+            thread = self._files.sync_thread(thread_id)
+            return page(thread.batches if thread else [], after, limit)
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        """The record of ``run_id``."""
+        files = self._files
+        with files.locked():
+            tid = files.run_index.get(run_id)
+            if tid is not None:
+                files.sync_thread(tid)
+            return files.core.runs.get(run_id)
+
+    async def list_runs(self, thread_id: str) -> list[RunRecord]:
+        """A thread's run records, oldest first."""
+        files = self._files
+        with files.locked():
+            thread = files.sync_thread(thread_id)
+            return [files.core.runs[r] for r in thread.run_ids] if thread else []
+
+    async def list_threads(
+        self,
+        *,
+        after: str | None = None,
+        limit: int = 100,
+        parked: bool | None = None,
+        updated_after: datetime | None = None,
+    ) -> list[ThreadInfo]:
+        """Threads ordered by id after ``after``, filtered (reads every thread file)."""
+        files = self._files
+        with files.locked():
+            out = []
+            for tid in files.all_threads():
+                info = files.core.info(tid)
+                if after is not None and tid <= after:
+                    continue
+                if parked is not None and info.parked != parked:
+                    continue
+                if updated_after is not None and info.updated_at <= updated_after:
+                    continue
+                out.append(info)
+            return out[:limit]
+
+    async def delete_thread(self, thread_id: str) -> bool:
+        """Remove the thread's file, its runs' event logs and its lease."""
+        files = self._files
+        with files.locked():
+            thread = files.sync_thread(thread_id)
+            if thread is None:
+                return False
+            for run_id in thread.run_ids:
+                files.event_path(run_id).unlink(missing_ok=True)
+                files.core.events.pop(run_id, None)
+            files.remove_thread(thread_id)
+            with lease_table(files.core, files.leases_path):
+                files.core.leases.pop(thread_id, None)
+            files.mark_deleted(thread_id)
+            return True
+
+    # -- stream events ------------------------------------------------------------------
+
+    async def append_events(self, run_id: str, events: Sequence[StreamEvent]) -> None:
+        """Append to the run's event log (seqs must increase)."""
+        if not events:
+            return
+        files = self._files
+        with files.locked():
+            path = files.event_path(run_id)
+            files.core.events[run_id] = read_event_log(path)
+            files.core.check_events(run_id, events)
+            files.append(path, "".join(e.model_dump_json() + "\n" for e in events))
+
+    async def read_events(
+        self, run_id: str, after: int = 0, limit: int = 1000
+    ) -> list[StreamEvent]:
+        """Events with seq > ``after``."""
+        with self._files.locked():
+            events = read_event_log(self._files.event_path(run_id))
+            return [e for e in events if e.seq > after][:limit]
+
+    # -- profile / shared scope, configs --------------------------------------------------
+
+    async def read_scope(self, scope: Scope, owner: str) -> dict[str, Any]:
+        """The state of one profile or namespace."""
+        with self._files.locked():
+            return self._files.core.read_scope(scope, owner)
+
+    async def write_scope(self, scope: Scope, owner: str, commands: Sequence[Command]) -> None:
+        """Apply commands to one profile or namespace (one fsynced line)."""
+        ops = [[scope.value, owner, c.model_dump(mode="json")] for c in commands]
+        files = self._files
+        with files.locked():
+            files.append(files.global_path, json.dumps({"ops": ops}) + "\n")
+            files.core.apply_scoped(scope, owner, commands)
+
+    async def publish_config(
+        self, config: Mapping[str, Any] | BaseModel, *, note: str = ""
+    ) -> ConfigVersion:
+        """Store a new config version."""
+        agent_id, data = config_dict(config)
+        files = self._files
+        with files.locked():
+            version = files.core.next_config(agent_id, data, note)
+            entry = {"cfg": version.model_dump(mode="json")}
+            files.append(files.global_path, json.dumps(entry) + "\n")
+            files.core.configs.setdefault(agent_id, []).append(version)
+            return version
+
+    async def get_config(self, agent_id: str, version: int | None = None) -> ConfigVersion:
+        """The latest (or a given) config version."""
+        with self._files.locked():
+            return find_config(self._files.core.configs.get(agent_id), agent_id, version)
+
+    async def config_history(self, agent_id: str) -> list[ConfigVersion]:
+        """Kept versions, oldest first."""
+        with self._files.locked():
+            return list(self._files.core.configs.get(agent_id, []))
+
+    async def rollback_config(self, agent_id: str, version: int) -> ConfigVersion:
+        """Republish ``version`` as the newest version."""
+        old = await self.get_config(agent_id, version)
+        return await self.publish_config(old.config, note=f"rollback to version {version}")
+
+    # -- leases -------------------------------------------------------------------------
+
+    async def acquire_lease(self, thread_id: str, holder: str, ttl: float) -> Lease:
+        """Take the thread or raise ``ThreadBusy``."""
+        files = self._files
+        with files.locked(), lease_table(files.core, files.leases_path):
+            return files.core.acquire(thread_id, holder, ttl, os.urandom(8).hex())
+
+    async def renew_lease(self, lease: Lease, ttl: float) -> Lease:
+        """Extend a held lease or raise ``LeaseLost``."""
+        files = self._files
+        with files.locked(), lease_table(files.core, files.leases_path):
+            return files.core.renew(lease, ttl)
+
+    async def release_lease(self, lease: Lease) -> None:
+        """Give the thread up."""
+        files = self._files
+        with files.locked(), lease_table(files.core, files.leases_path):
+            files.core.release(lease)
+
+    # -- retention ------------------------------------------------------------------------
+
+    async def prune(self, older_than: datetime | timedelta) -> PruneReport:
+        """Remove event logs of ended runs, superseded run records and config versions.
+
+        Threads that lose run records and the global file are compacted
+        (rewritten by atomic rename); messages, batches and state are kept.
+        """
+        cut = cutoff(older_than)
+        files = self._files
+        core = files.core
+        with files.locked():
+            files.all_threads()
+            for run_id in files.event_runs():
+                events = read_event_log(files.event_path(run_id))
+                if events:
+                    core.events[run_id] = events
+            had_events = set(core.events)
+            report, touched = core.prune(cut)
+            for run_id in had_events - set(core.events):
+                files.event_path(run_id).unlink(missing_ok=True)
+            for tid in touched:
+                files.compact(tid)
+            if report.configs:
+                files.compact_global()
+            return report

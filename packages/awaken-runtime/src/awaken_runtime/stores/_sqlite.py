@@ -13,23 +13,24 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from pydantic import TypeAdapter
+from pydantic import BaseModel, TypeAdapter
 
 from .._errors import VersionConflict
 from ..messages._message import Message
-from ..state._engine import CommittedBatch, Scope, StoreKey
+from ..state._engine import Command, CommittedBatch, Scope, StoreKey
 from ..suspension._suspension import ParkedRun
+from . import _sqlite_extras as extras
 from ._core import merge_run, persistent
-from ._errors import StoreIOError
-from ._ports import Page, ThreadInfo
-from ._sqlite_extras import SQLiteExtras
-from ._sqlite_ops import insert_commit, load_scope
+from ._errors import LeaseLost, StoreIOError
+from ._memory import config_dict, find_config
+from ._ports import ConfigVersion, Lease, Page, PruneReport, StreamEvent, ThreadInfo, cutoff
+from ._sqlite_ops import apply_command_sql, insert_commit, load_scope
 from ._sqlite_schema import connect, guarded
 from ._thread_store import RunRecord, ScopeBinding, ThreadSnapshot
 
@@ -38,7 +39,7 @@ __all__ = ["SQLiteStore"]
 _MESSAGES = TypeAdapter(list[Message])
 
 
-class SQLiteStore(SQLiteExtras):
+class SQLiteStore:
     """A full store in one SQLite file (``":memory:"`` for a private in-memory one).
 
     ``durable=True`` sets ``synchronous=FULL`` (survives power loss, slower);
@@ -94,7 +95,7 @@ class SQLiteStore(SQLiteExtras):
             load_scope(cur, Scope.SHARED, binding.namespace, state)
             latest = None
             if row is not None and row[2] is not None:
-                latest = self._run(cur, row[2])
+                latest = _run(cur, row[2])
         if row is None:
             return ThreadSnapshot(tid, messages, state, 0)
         parked = ParkedRun.model_validate_json(row[1]) if row[1] else None
@@ -122,7 +123,7 @@ class SQLiteStore(SQLiteExtras):
                 raise VersionConflict(tid, expected_version, version)
             record = None
             if run_record is not None:
-                record = merge_run(tid, self._run(cur, run_record.run_id), run_record)
+                record = merge_run(tid, _run(cur, run_record.run_id), run_record)
                 latest = record.run_id
             insert_commit(cur, binding, (n_msg, n_batch), messages, kept, record)
             cur.execute(
@@ -138,10 +139,6 @@ class SQLiteStore(SQLiteExtras):
                 ),
             )
         return int(version) + 1
-
-    def _run(self, cur: sqlite3.Cursor, run_id: str) -> RunRecord | None:
-        row = cur.execute("SELECT body FROM runs WHERE run_id=?", (run_id,)).fetchone()
-        return RunRecord.model_validate_json(row[0]) if row else None
 
     # -- reads, runs, threads ---------------------------------------------------------------
 
@@ -173,7 +170,7 @@ class SQLiteStore(SQLiteExtras):
     async def get_run(self, run_id: str) -> RunRecord | None:
         """The record of ``run_id``."""
         with self._tx("read a run from", write=False) as cur:
-            return self._run(cur, run_id)
+            return _run(cur, run_id)
 
     async def list_runs(self, thread_id: str) -> list[RunRecord]:
         """A thread's run records, oldest first."""
@@ -229,7 +226,91 @@ class SQLiteStore(SQLiteExtras):
             cur.execute("DELETE FROM runs WHERE thread_id=?", t)
         return found
 
+    # -- events, scopes, configs ----------------------------------------------------------
+
+    async def append_events(self, run_id: str, events: Sequence[StreamEvent]) -> None:
+        """Append to the run's event log (seqs must increase)."""
+        with self._tx(f"append events of run {run_id!r} to") as cur:
+            extras.append_events(cur, run_id, events)
+
+    async def read_events(
+        self, run_id: str, after: int = 0, limit: int = 1000
+    ) -> list[StreamEvent]:
+        """Events with seq > ``after``."""
+        with self._tx(f"read events of run {run_id!r} from", write=False) as cur:
+            return extras.read_events(cur, run_id, after, limit)
+
+    async def read_scope(self, scope: Scope, owner: str) -> dict[str, Any]:
+        """The state of one profile or namespace."""
+        data: dict[StoreKey, Any] = {}
+        with self._tx(f"read {scope.value} state of {owner!r} from", write=False) as cur:
+            load_scope(cur, scope, owner, data)
+        return {k: v for (_s, k), v in data.items()}
+
+    async def write_scope(self, scope: Scope, owner: str, commands: Sequence[Command]) -> None:
+        """Apply commands to one profile or namespace atomically."""
+        with self._tx(f"write {scope.value} state of {owner!r} to") as cur:
+            for command in commands:
+                apply_command_sql(cur, scope, owner, command)
+
+    async def publish_config(
+        self, config: Mapping[str, Any] | BaseModel, *, note: str = ""
+    ) -> ConfigVersion:
+        """Store a new config version."""
+        agent_id, data = config_dict(config)
+        with self._tx(f"publish config of agent {agent_id!r} to") as cur:
+            return extras.insert_config(cur, agent_id, data, note)
+
+    async def config_history(self, agent_id: str) -> list[ConfigVersion]:
+        """Kept versions, oldest first."""
+        with self._tx(f"read configs of agent {agent_id!r} from", write=False) as cur:
+            return extras.config_history(cur, agent_id)
+
+    async def get_config(self, agent_id: str, version: int | None = None) -> ConfigVersion:
+        """The latest (or a given) config version."""
+        return find_config(await self.config_history(agent_id), agent_id, version)
+
+    async def rollback_config(self, agent_id: str, version: int) -> ConfigVersion:
+        """Republish ``version`` as the newest version."""
+        old = await self.get_config(agent_id, version)
+        return await self.publish_config(old.config, note=f"rollback to version {version}")
+
+    # -- leases, retention ------------------------------------------------------------
+
+    async def acquire_lease(self, thread_id: str, holder: str, ttl: float) -> Lease:
+        """Take the thread (stealing an expired lease) or raise ``ThreadBusy``."""
+        with self._tx(f"lease thread {thread_id!r} in") as cur:
+            return extras.acquire_lease(cur, thread_id, holder, ttl)
+
+    async def renew_lease(self, lease: Lease, ttl: float) -> Lease:
+        """Extend a held lease or raise ``LeaseLost``."""
+        renewed = lease.model_copy(update={"expires_at": time.time() + ttl})
+        with self._tx(f"renew the lease on thread {lease.thread_id!r} in") as cur:
+            changed = extras.renew_lease(cur, renewed)
+        if not changed:
+            raise LeaseLost(
+                f"the lease of {lease.holder!r} on thread {lease.thread_id!r} expired and the "
+                f"thread was taken by another run; this run must stop"
+            )
+        return renewed
+
+    async def release_lease(self, lease: Lease) -> None:
+        """Give the thread up (no-op if it was taken)."""
+        with self._tx(f"release the lease on thread {lease.thread_id!r} in") as cur:
+            extras.release_lease(cur, lease)
+
+    async def prune(self, older_than: datetime | timedelta) -> PruneReport:
+        """Remove event logs of ended runs, superseded run records and config versions."""
+        cut = cutoff(older_than)
+        with self._tx("prune") as cur:
+            return extras.prune(cur, cut)
+
     async def close(self) -> None:
         """Close the connection."""
         with self._mutex:
             self._conn.close()
+
+
+def _run(cur: sqlite3.Cursor, run_id: str) -> RunRecord | None:
+    row = cur.execute("SELECT body FROM runs WHERE run_id=?", (run_id,)).fetchone()
+    return RunRecord.model_validate_json(row[0]) if row else None

@@ -1,0 +1,270 @@
+"""The file backend's locked, in-process mirror of its directory.
+
+:class:`FileMirror` owns the lock, the read positions (tails) of the files
+this process has read, and the :class:`Core` rebuilt from them. Under
+:meth:`FileMirror.locked` it first reads what other processes appended to
+the global log, cutting off a global line whose thread line never landed;
+:meth:`FileMirror.sync_thread` then reads one thread's new lines. Appends
+made through :meth:`FileMirror.append` advance the tails, so this process
+never re-reads its own writes. The store (:class:`~._file.FileStore`) calls
+these under the lock and decides what to write.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, unquote
+
+from pydantic import ValidationError
+
+from ..messages._message import Message
+from ..state._engine import Command, CommittedBatch, Scope
+from ..suspension._suspension import ParkedRun
+from ._core import Core, Prepared, ThreadData
+from ._errors import StoreCorrupt, StoreIOError
+from ._jsonl import append_line, atomic_write, exclusive, fsync_dir, read_lines, truncate_to
+from ._ports import ConfigVersion
+from ._thread_store import RunRecord, ScopeBinding
+
+__all__ = ["FileMirror", "Tail"]
+
+
+@dataclass(slots=True)
+class Tail:
+    """How much of a file this process has read."""
+
+    ino: int = 0
+    pos: int = 0
+    lines: int = 0
+
+
+class FileMirror:
+    """The lock, the tails and the :class:`Core` of one store directory."""
+
+    def __init__(self, directory: Path) -> None:
+        self.dir = directory
+        try:
+            for sub in ("threads", "events"):
+                (directory / sub).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreIOError(str(directory), "create the directory of", exc) from exc
+        self.core = Core()
+        self.commits: dict[str, set[str]] = {}
+        """Commit ids seen per thread (a global line is kept only if its commit landed)."""
+        self.run_index: dict[str, str] = {}
+        """Run id -> thread id, from the global log."""
+        self.global_path = directory / "global.jsonl"
+        self.leases_path = directory / "leases.json"
+        self._mutex = threading.RLock()
+        self._tails: dict[Path, Tail] = {}
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the process and file locks, with the global log read to its end."""
+        with self._mutex, exclusive(self.dir / "LOCK"):
+            self._sync_global()
+            yield
+
+    def thread_path(self, thread_id: str) -> Path:
+        """The JSONL file of a thread."""
+        return self.dir / "threads" / (quote(thread_id, safe="") + ".jsonl")
+
+    def event_path(self, run_id: str) -> Path:
+        """The JSONL event log of a run."""
+        return self.dir / "events" / (quote(run_id, safe="") + ".jsonl")
+
+    def event_runs(self) -> list[str]:
+        """The run ids of every event log in the directory."""
+        return [unquote(p.name[: -len(".jsonl")]) for p in (self.dir / "events").glob("*.jsonl")]
+
+    # -- reading ----------------------------------------------------------------------
+
+    def _tail(self, path: Path, reset: Callable[[], None]) -> Tail | None:
+        """The tail of ``path`` after resetting the mirror if the file was replaced."""
+        tail = self._tails.get(path)
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            if tail is not None:
+                reset()
+                del self._tails[path]
+            return None
+        if tail is None or tail.ino != st.st_ino or st.st_size < tail.pos:
+            if tail is not None:
+                reset()
+            tail = self._tails[path] = Tail(ino=st.st_ino)
+        return tail
+
+    def sync_thread(self, tid: str) -> ThreadData | None:
+        """Read the thread's new lines; its mirrored data, or None if it has no file."""
+        path = self.thread_path(tid)
+        tail = self._tail(path, lambda: self.forget(tid))
+        if tail is None:
+            return None
+        records, tail.pos, _lines = read_lines(path, tail.pos, tail.lines)
+        for _offset, record in records:
+            tail.lines += 1
+            self._replay(tid, record, path, tail.lines)
+        return self.core.threads.get(tid)
+
+    def all_threads(self) -> list[str]:
+        """Every thread with a file, sorted, each synced."""
+        names = [unquote(p.name[: -len(".jsonl")]) for p in (self.dir / "threads").glob("*.jsonl")]
+        return sorted(t for t in names if self.sync_thread(t) is not None)
+
+    def forget(self, tid: str) -> None:
+        """Drop a thread and its run records from the mirror."""
+        thread = self.core.threads.pop(tid, None)
+        self.commits.pop(tid, None)
+        for run_id in thread.run_ids if thread else ():
+            self.core.runs.pop(run_id, None)
+
+    def _replay(self, tid: str, rec: dict[str, Any], path: Path, line: int) -> None:
+        try:
+            messages = [Message.model_validate(m) for m in rec["m"]]
+            batches = [CommittedBatch.model_validate(b) for b in rec["b"]]
+            parked = ParkedRun.model_validate(rec["p"]) if rec["p"] else None
+            binding = ScopeBinding(tid, "", "")
+            if rec.get("snap"):
+                self.forget(tid)
+                core = self.core
+                core.apply_commit(
+                    binding, messages, Prepared(batches, None), parked, rec["at"], scoped=False
+                )
+                thread = core.threads[tid]
+                for raw in rec["runs"]:
+                    run = RunRecord.model_validate(raw)
+                    core.runs[run.run_id] = run
+                    thread.run_ids.append(run.run_id)
+                thread.latest_run_id = rec["latest"]
+                thread.version = rec["v"]
+                self.commits[tid] = set(rec["cs"])
+                return
+            record = RunRecord.model_validate(rec["r"]) if rec["r"] else None
+            version = self.core.apply_commit(
+                binding, messages, Prepared(batches, record), parked, rec["at"], scoped=False
+            )
+            self.commits.setdefault(tid, set()).add(rec["c"])
+        except (KeyError, TypeError, ValidationError) as exc:
+            raise StoreCorrupt(str(path), f"line {line} is not a valid commit ({exc})") from None
+        if version != rec["v"]:
+            raise StoreCorrupt(str(path), f"line {line} has version {rec['v']}, expected {version}")
+
+    def _sync_global(self) -> None:
+        path = self.global_path
+        tail = self._tail(path, self._reset_global)
+        if tail is None:
+            return
+        records, end, _ = read_lines(path, tail.pos, tail.lines)
+        if records:
+            offset, last = records[-1]
+            tid, cid = last.get("t"), last.get("c")
+            if tid is not None and cid is not None:
+                self.sync_thread(tid)
+                if cid not in self.commits.get(tid, ()):
+                    truncate_to(path, offset)  # its thread line never landed
+                    records.pop()
+                    end = offset
+        tail.pos = end
+        for _offset, rec in records:
+            tail.lines += 1
+            self._apply_global(rec, path, tail.lines)
+
+    def _reset_global(self) -> None:
+        self.core.scoped.clear()
+        self.core.configs.clear()
+        self.run_index.clear()
+
+    def _apply_global(self, rec: dict[str, Any], path: Path, line: int) -> None:
+        try:
+            for scope, owner, raw in rec.get("ops", ()):
+                self.core.apply_scoped(Scope(scope), owner, [Command.model_validate(raw)])
+            if "state" in rec:
+                scope, owner, values = rec["state"]
+                self.core.scoped[(Scope(scope), owner)] = {
+                    (Scope(scope), k): v for k, v in values.items()
+                }
+            if rec.get("run"):
+                self.run_index[rec["run"]] = rec["t"]
+            if "cfg" in rec:
+                cfg = ConfigVersion.model_validate(rec["cfg"])
+                self.core.configs.setdefault(cfg.agent_id, []).append(cfg)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise StoreCorrupt(str(path), f"line {line} is not a valid entry ({exc})") from None
+
+    # -- writing ----------------------------------------------------------------------
+
+    def append(self, path: Path, line: str) -> int:
+        """Append a line this process wrote and advance its tail; returns the old size."""
+        tail = self._tails.get(path)
+        old = tail.pos if tail is not None else 0
+        size = append_line(path, line.encode())
+        if tail is None:
+            tail = self._tails[path] = Tail(ino=path.stat().st_ino)
+        tail.pos, tail.lines = size, tail.lines + 1
+        return old
+
+    def undo_global(self, size: int) -> None:
+        """Cut the global log back to ``size``, undoing this process's last append."""
+        truncate_to(self.global_path, size)
+        tail = self._tails[self.global_path]
+        tail.pos = size
+        tail.lines -= 1
+
+    def remove_thread(self, tid: str) -> None:
+        """Delete a thread's file and forget it (its event logs and lease are the caller's)."""
+        path = self.thread_path(tid)
+        path.unlink()
+        fsync_dir(path.parent)
+        self._tails.pop(path, None)
+        self.forget(tid)
+
+    def mark_deleted(self, tid: str) -> None:
+        """Append a marker for a deleted thread to the global log.
+
+        The log's last line may be the thread's commit; a marker after it keeps
+        the next reader from taking it for a commit that never landed.
+        """
+        self.append(self.global_path, json.dumps({"deleted": tid}) + "\n")
+
+    def compact(self, tid: str) -> None:
+        """Rewrite a thread's file as one snapshot line (atomic rename); a no-op if absent."""
+        thread = self.sync_thread(tid)
+        if thread is None:
+            return
+        snap = {
+            "snap": 1,
+            "v": thread.version,
+            "at": thread.updated_at,
+            "m": [m.model_dump(mode="json") for m in thread.messages],
+            "b": [b.model_dump(mode="json") for b in thread.batches],
+            "runs": [self.core.runs[r].model_dump(mode="json") for r in thread.run_ids],
+            "latest": thread.latest_run_id,
+            "p": thread.parked.model_dump(mode="json") if thread.parked else None,
+            "cs": sorted(self.commits.get(tid, ())),
+        }
+        path = self.thread_path(tid)
+        data = (json.dumps(snap, ensure_ascii=False) + "\n").encode()
+        atomic_write(path, data)
+        self._tails[path] = Tail(ino=path.stat().st_ino, pos=len(data), lines=1)
+
+    def compact_global(self) -> None:
+        """Rewrite the global log as the current state, run index and configs."""
+        lines: list[dict[str, Any]] = [
+            {"state": [scope.value, owner, {k: v for (_s, k), v in values.items()}]}
+            for (scope, owner), values in self.core.scoped.items()
+        ]
+        lines += [{"run": run_id, "t": tid} for run_id, tid in self.run_index.items()]
+        lines += [
+            {"cfg": v.model_dump(mode="json")} for vs in self.core.configs.values() for v in vs
+        ]
+        data = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode()
+        path = self.global_path
+        atomic_write(path, data)
+        self._tails[path] = Tail(path.stat().st_ino, len(data), len(lines))
