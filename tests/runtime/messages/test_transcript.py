@@ -290,7 +290,7 @@ def test_agent_config_parses_policy_forms() -> None:
 
 
 def test_chain_view_indexes_across_segments_and_skips_empty_ones() -> None:
-    from awaken_runtime.run._request import ChainView
+    from awaken_runtime.messages._transcript import ChainView
 
     a, b = users(2), users(3)
     view = ChainView([a, [], Transcript(b).view(1), []])

@@ -10,6 +10,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from ._message import Message
 
 __all__ = [
+    "ChainView",
     "ContextPolicy",
     "HeadedView",
     "JoinedView",
@@ -120,6 +121,35 @@ class JoinedView(Sequence[Message]):
     def _at(self, index: int) -> Message:
         """Message ``index``, with ``0 <= index < len(self)``."""
         raise NotImplementedError
+
+
+class ChainView(JoinedView):
+    """A read-only concatenation of message sequences."""
+
+    __slots__ = ("_segments",)
+
+    def __init__(self, segments: Sequence[Sequence[Message]]) -> None:
+        kept: list[Sequence[Message]] = []
+        total = 0
+        for segment in segments:  # a plain loop: built once per request, every step
+            n = len(segment)
+            if n:
+                kept.append(segment)
+                total += n
+        self._segments = kept
+        self._len = total
+
+    def _at(self, index: int) -> Message:
+        for segment in self._segments:
+            n = len(segment)
+            if index < n:
+                return segment[index]
+            index -= n
+        raise IndexError("message index out of range")  # pragma: no cover
+
+    def __iter__(self) -> Iterator[Message]:
+        for segment in self._segments:
+            yield from segment
 
 
 class HeadedView(JoinedView):

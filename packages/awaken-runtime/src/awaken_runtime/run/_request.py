@@ -15,41 +15,12 @@ from typing import Any, overload
 from pydantic import ValidationError
 
 from ..messages._message import Message
-from ..messages._transcript import JoinedView, MessageView
+from ..messages._transcript import ChainView, MessageView
 from ..plugins._context import BAND_ORDER, Band, ContextMessage
 
-__all__ = ["ChainView", "ReplacedContent", "RequestAssembler"]
+__all__ = ["ReplacedContent", "RequestAssembler"]
 
 log = logging.getLogger("awaken_runtime")
-
-
-class ChainView(JoinedView):
-    """A read-only concatenation of message sequences."""
-
-    __slots__ = ("_segments",)
-
-    def __init__(self, segments: Sequence[Sequence[Message]]) -> None:
-        kept: list[Sequence[Message]] = []
-        total = 0
-        for segment in segments:  # a plain loop: built once per request, every step
-            n = len(segment)
-            if n:
-                kept.append(segment)
-                total += n
-        self._segments = kept
-        self._len = total
-
-    def _at(self, index: int) -> Message:
-        for segment in self._segments:
-            n = len(segment)
-            if index < n:
-                return segment[index]
-            index -= n
-        raise IndexError("message index out of range")  # pragma: no cover
-
-    def __iter__(self) -> Iterator[Message]:
-        for segment in self._segments:
-            yield from segment
 
 
 class ReplacedContent(Sequence[Message]):
