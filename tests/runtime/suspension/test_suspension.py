@@ -322,7 +322,8 @@ async def test_tool_suspend_call_parks_the_run(reason: AwaitReason) -> None:
     assert ticket.run_id == state.run_id and ticket.thread_id == THREAD
     assert ticket.fingerprint == rig.runtime.resolve(AGENT).fingerprint
     assert ticket.await_reason is reason
-    assert ticket.call == ToolCall(id="q1", name="ask", arguments=args)
+    # The parked call carries the coerced arguments the gates saw, defaults included.
+    assert ticket.call == ToolCall(id="q1", name="ask", arguments={**args, "ttl": None})
     assert ticket.payload == {"question": "colour?"}
     assert rig.asked == ["q1"]
     assert (await parked_of(rig)).tickets == [ticket]  # type: ignore[union-attr]

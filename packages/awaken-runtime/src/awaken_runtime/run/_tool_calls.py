@@ -1,6 +1,11 @@
-"""The tool-call executor: gate, observe, execute, record, or park each call.
+"""The tool-call executor: coerce, gate, observe, execute, record, or park each call.
 
-Tool calls of one response run in model order. Each call passes the tool
+Tool calls of one response run in model order. A call's arguments are first
+validated and coerced by its tool (``coerce_arguments``, which ``@tool``
+tools have) when gates or observers will look at them, so a gate decides on
+exactly the value the tool runs with (``"5000"`` is seen as ``5000``);
+arguments that fail validation become the model-visible error without reaching
+a gate. Each call then passes the tool
 gates (strongest decision wins), the observers, the tool itself, and the
 AFTER_TOOL hooks; its commands commit as one batch with its result. A call
 that a gate or the tool suspends is parked instead and becomes a ticket. The
@@ -70,6 +75,29 @@ class ToolCallExecutor:
             )
 
     # -- deciding ----------------------------------------------------------------
+
+    def coerce(self, call: ToolCall) -> ToolCall | ToolOutput:
+        """``call`` with the arguments its tool will run with, or the error for invalid ones.
+
+        Only a known, visible tool that offers ``coerce_arguments`` coerces; any
+        other call is returned as it is (the gates then block unknown tools).
+        """
+        ctx = self.ctx
+        tool = ctx.tools.get(call.name)
+        coerce = getattr(tool, "coerce_arguments", None)
+        if coerce is None or call.parse_error is not None:
+            return call
+        if ctx.visible is not None and call.name not in ctx.visible:
+            return call
+        try:
+            arguments = coerce(call.arguments)
+        except ValueError as exc:  # pydantic's ValidationError is a ValueError
+            explain = getattr(tool, "invalid_arguments", None)
+            if explain is not None:
+                return ToolOutput.error(explain(exc))
+            return ToolOutput.error(f"Invalid arguments for tool '{call.name}': {exc}")
+        # Always the coerced copy: ``1 == True`` would make an equality shortcut unsafe.
+        return call.model_copy(update={"arguments": arguments})
 
     async def gate(self, call: ToolCall) -> Decided | None:
         """The strongest gate decision on ``call``; unknown or hidden tools are blocked."""
@@ -161,6 +189,11 @@ class ToolCallExecutor:
         """
         ctx = self.ctx
         mark = len(ctx.effects)
+        if ctx.agent.gates or ctx.agent.observers:
+            coerced = [self.coerce(c) for c in calls]
+            if not all(isinstance(c, ToolCall) for c in coerced):
+                return False  # one by one, each invalid call becomes its error
+            calls = [c for c in coerced if isinstance(c, ToolCall)]
         for call in calls:
             if await self.gate(call) is not None:
                 del ctx.effects[mark:]
@@ -245,12 +278,20 @@ class ToolCallExecutor:
         return output
 
     async def call(self, call: ToolCall, *, approved: bool = False) -> None:
-        """Gate, execute and record one call, or park it."""
+        """Coerce, gate, execute and record one call, or park it."""
         ctx = self.ctx
+        agent = ctx.agent
+        batch: list[StagedCommand] = []
+        if agent.gates or agent.observers:  # without them the tool validates on its own
+            coerced = self.coerce(call)
+            if isinstance(coerced, ToolOutput):
+                if ctx.emit is not None:
+                    self._emit_ready(call)
+                await self.record(call, coerced, "error", batch)
+                return
+            call = coerced
         if ctx.emit is not None:
             self._emit_ready(call)
-        batch: list[StagedCommand] = []
-        agent = ctx.agent
         # No gate, a known and visible tool: nothing to decide (and no coroutine for it).
         if agent.gates or call.name not in ctx.tools or ctx.visible is not None:
             decision = await self.gate(call)

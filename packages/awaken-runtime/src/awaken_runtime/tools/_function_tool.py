@@ -94,6 +94,7 @@ class FunctionTool:
         # validating a small argument dict. Fields are exactly the parameters (extra is
         # forbidden), so the validated instance's ``__dict__`` is the keyword arguments.
         self._validate = self.args_model.__pydantic_validator__.validate_python
+        self._dump = self.args_model.__pydantic_serializer__.to_python
         schema = self.args_model.model_json_schema()
         schema.pop("title", None)
         for prop in schema.get("properties", {}).values():
@@ -111,6 +112,20 @@ class FunctionTool:
 
     def __repr__(self) -> str:
         return f"<FunctionTool {self._descriptor.id!r}>"
+
+    def coerce_arguments(self, args: dict[str, Any]) -> dict[str, Any]:
+        """``args`` validated and coerced by the parameter model, as JSON values.
+
+        The executor calls this before the tool gates, so gates, observers and
+        the function all see ``"5000"`` as ``5000`` and ``"yes"`` as ``True``.
+        Validating the result again yields the same arguments (the JSON form
+        round-trips). Raises ``pydantic.ValidationError`` on invalid arguments.
+        """
+        return self._dump(self._validate(args), mode="json")  # type: ignore[no-any-return]
+
+    def invalid_arguments(self, exc: ValidationError) -> str:
+        """The model-visible message for arguments :meth:`coerce_arguments` rejected."""
+        return format_validation_error(self._descriptor.id, exc)
 
     async def call(self, args: dict[str, Any], ctx: ToolCallContext) -> ToolOutput:
         """Validate ``args`` and run the function."""

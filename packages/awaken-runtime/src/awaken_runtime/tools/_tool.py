@@ -118,6 +118,14 @@ class Tool(Protocol):
     ``call`` receives the model's arguments (a dict) and returns a
     :class:`ToolOutput`. Return ``ToolOutput.error(...)`` for a failure the
     model should see; raise ``ToolError`` to end the run.
+
+    A tool may also offer ``coerce_arguments(args) -> dict`` (raising
+    ``ValueError`` for invalid arguments; ``@tool`` tools do). When the agent
+    has tool gates or observers, the loop calls it *before* the gates and
+    hands the coerced arguments to the gates, the observers and ``call``: a
+    gate decides on exactly what will run, and invalid arguments become a
+    model-visible error that reaches no gate. A tool without it receives the
+    model's arguments as they are, and so do its gates.
     """
 
     @property
