@@ -13,10 +13,12 @@ naming the field, the rule text and the character position):
 
 from __future__ import annotations
 
+import hashlib
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr
 
+from ._arguments import ArgumentViews
 from ._audit import AuditScope
 from ._model import Behavior, Condition, Rule
 from ._parser import make_condition, parse_condition, parse_rule, parse_rule_line
@@ -95,8 +97,26 @@ class PermissionsConfig(BaseModel):
     """Hide tools denied unconditionally from the model's tool list."""
     audit: AuditScope = "run"
     """Where the audit trail goes: ``run``, ``thread`` or ``off``."""
+    shell_arguments: dict[str, list[str]] = Field(default_factory=dict)
+    """Tool id (or glob) -> the arguments that hold a shell command line: each simple
+    command of it must be allowed (``{"shell": ["command"]}``)."""
+    path_arguments: dict[str, list[str]] = Field(default_factory=dict)
+    """Tool id (or glob) -> the arguments that hold a path (or a list of paths):
+    matched after normalization (``{"write_file": ["path"]}``)."""
+    path_root: str | None = None
+    """Resolve declared paths against this directory (symlinks followed) and match
+    them root-relative; a path that leaves it is denied."""
+    unparsable_shell: Literal["ask", "deny"] = "ask"
+    """What a shell command the parser cannot split becomes."""
+    remember_across_agents: bool = False
+    """Let a remembered decision apply to every agent of the thread or profile. By
+    default it applies only to the agent (and policy fingerprint) that made it."""
 
     _policy: Policy | None = PrivateAttr(default=None)
+
+    def fingerprint(self) -> str:
+        """A short hash of this configuration (part of remembered decisions' owner)."""
+        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
 
     def compiled_rules(self) -> list[Rule]:
         """Every rule in one list: ``rules``, then ``deny``, ``ask``, ``allow``."""
@@ -115,5 +135,8 @@ class PermissionsConfig(BaseModel):
     def policy(self) -> Policy:
         """The compiled :class:`Policy` (built once per config object)."""
         if self._policy is None:
-            self._policy = Policy(self.compiled_rules(), self.default)
+            views = ArgumentViews(self.shell_arguments, self.path_arguments, self.path_root)
+            self._policy = Policy(
+                self.compiled_rules(), self.default, views, Behavior(self.unparsable_shell)
+            )
         return self._policy

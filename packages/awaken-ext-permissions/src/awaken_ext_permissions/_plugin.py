@@ -76,11 +76,6 @@ def _now() -> str:
     return datetime.now(UTC).isoformat()
 
 
-def _verdict(policy: Policy, ctx: PhaseContext, call: ToolCall) -> Verdict:
-    store = ctx.store
-    return policy.evaluate(
-        call.name, call.arguments, remembered(store, _THREAD), remembered(store, _PROFILE)
-    )
 
 
 def deny_message(call: ToolCall, verdict: Verdict) -> str:
@@ -98,10 +93,27 @@ class _Gatekeeper:
     def __init__(self, config: PermissionsConfig) -> None:
         self.config = config
         self.policy = config.policy()
+        self._fingerprint = config.fingerprint()
         self._hidden: dict[tuple[str, ...], frozenset[str]] = {}
 
+    def owner(self, ctx: PhaseContext) -> str:
+        """Whose remembered decisions count: this agent with this policy, unless shared."""
+        if self.config.remember_across_agents:
+            return ""
+        return f"{ctx.run.agent_id}#{self._fingerprint}"
+
+    def verdict(self, ctx: PhaseContext, call: ToolCall) -> Verdict:
+        store = ctx.store
+        return self.policy.evaluate(
+            call.name,
+            call.arguments,
+            remembered(store, _THREAD),
+            remembered(store, _PROFILE),
+            self.owner(ctx),
+        )
+
     def gate(self, ctx: PhaseContext, call: ToolCall) -> Block | Suspend | None:
-        verdict = _verdict(self.policy, ctx, call)
+        verdict = self.verdict(ctx, call)
         behavior = verdict.behavior
         if behavior is Behavior.ALLOW:
             return None
@@ -115,6 +127,7 @@ class _Gatekeeper:
                 "arguments": call.arguments,
                 "rule": verdict.rule_text,
                 "source": verdict.source,
+                "detail": verdict.detail,
                 "reason": verdict.describe(),
                 "remember": ["once", "thread", "profile"],
             },
@@ -139,7 +152,7 @@ class _Gatekeeper:
         call, output = ctx.tool_call, ctx.tool_output
         if call is None:
             return None
-        verdict = _verdict(self.policy, ctx, call)
+        verdict = self.verdict(ctx, call)
         decision = ctx.decision
         at = _now()
         commands: list[Command] = []
@@ -154,6 +167,8 @@ class _Gatekeeper:
             "run_id": ctx.run.run_id,
             "step": ctx.run.step,
         }
+        if verdict.detail:
+            entry["detail"] = verdict.detail
         stop: str | None = None
         configured = self.policy.evaluate(call.name, call.arguments)
         if isinstance(decision, (Approve, Deny)) and configured.behavior is Behavior.ASK:
@@ -177,6 +192,7 @@ class _Gatekeeper:
                         "allow" if answer == "approve" else "deny",
                         by=by,
                         at=at,
+                        owner=self.owner(ctx),
                     )
                 )
         elif isinstance(decision, Respond) and configured.behavior is Behavior.ASK:

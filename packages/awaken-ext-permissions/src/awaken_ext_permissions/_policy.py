@@ -11,6 +11,12 @@ Precedence, applied in this order:
    ``ask`` beats ``allow``, then the earlier rule wins.
 4. No match: the configured ``default`` (``ask`` unless set).
 
+Arguments declared as shell commands or paths (:mod:`._arguments`) are
+matched as their views: a deny matching the raw call or any view denies; a
+path outside the root denies; otherwise every view (each simple command of a
+compound one, the normalized path) is decided as above and the strictest
+verdict wins (``deny`` > ``ask`` > ``allow``), so an allow must hold for all.
+
 Candidate rules are indexed per tool id (exact ids by dict lookup; globs and
 regexes tested once per distinct tool id and cached), and within a tool by
 :class:`~._index.OrderedRules`, so a check tests only the rules that can apply.
@@ -22,6 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ._arguments import ArgumentViews, Views
 from ._index import OrderedRules
 from ._matchers import ArgsMatcher, compile_conditions, compile_tool
 from ._model import Behavior, Condition, Operator, Rule, Segment, ToolKind
@@ -29,8 +36,11 @@ from ._remember import call_key
 
 __all__ = ["Policy", "Verdict", "VerdictSource"]
 
-VerdictSource = Literal["rule", "thread", "profile", "default"]
-"""What decided: a configured rule, a remembered thread/profile decision, the default."""
+VerdictSource = Literal["rule", "thread", "profile", "default", "argument"]
+"""What decided: a configured rule, a remembered thread/profile decision, the default,
+or an argument that cannot be matched (unparsable command, path outside the root)."""
+
+_STRICTNESS = {Behavior.ALLOW: 0, Behavior.ASK: 1, Behavior.DENY: 2}
 
 _CACHE_LIMIT = 4096
 _Compiled = tuple[Rule, ArgsMatcher]
@@ -43,6 +53,8 @@ class Verdict:
     behavior: Behavior
     rule: Rule | None
     source: VerdictSource
+    detail: str = ""
+    """Which part of a compound command or which normalized path decided, if any."""
 
     @property
     def rule_text(self) -> str:
@@ -53,6 +65,12 @@ class Verdict:
 
     def describe(self) -> str:
         """A one-line explanation for people and for the model."""
+        text = self._describe()
+        return f"{text} (on {self.detail})" if self.detail else text
+
+    def _describe(self) -> str:
+        if self.source == "argument":
+            return f"an argument that cannot be checked: {self.detail}"
         if self.source == "default":
             return f"no rule matched; the default is {self.behavior.value}"
         if self.source == "rule":
@@ -76,9 +94,17 @@ def _remembered_rule(entry: Mapping[str, Any]) -> Rule:
 class Policy:
     """Compiled rules plus a default; evaluate calls with :meth:`evaluate`."""
 
-    def __init__(self, rules: Sequence[Rule], default: Behavior = Behavior.ASK) -> None:
+    def __init__(
+        self,
+        rules: Sequence[Rule],
+        default: Behavior = Behavior.ASK,
+        arguments: ArgumentViews | None = None,
+        unparsable: Behavior = Behavior.ASK,
+    ) -> None:
         self.rules = tuple(rules)
         self.default = Behavior(default)
+        self.arguments = arguments if arguments else None
+        self.unparsable = Behavior(unparsable)
         compiled = [(r, compile_conditions(r), compile_tool(r)) for r in self.rules]
         self._exact: dict[str, list[_Compiled]] = {}
         self._patterns: list[tuple[Rule, ArgsMatcher, Any]] = []
@@ -115,15 +141,39 @@ class Policy:
         args: Mapping[str, Any],
         thread: Mapping[str, Any] | None = None,
         profile: Mapping[str, Any] | None = None,
+        owner: str = "",
     ) -> Verdict:
-        """Decide a call given the remembered decisions of its thread and profile."""
+        """Decide a call given the remembered decisions of its thread and profile.
+
+        ``owner`` names whose remembered decisions count (see :func:`call_key`).
+        """
+        if self.arguments is not None:
+            views = self.arguments.of(tool, args)
+            if views is not None:
+                return self._evaluate_views(tool, args, views, thread, profile, owner)
         denies, others = self.candidates(tool)
         if denies:
             denied = denies.first(args)
             if denied is not None:
                 return Verdict(Behavior.DENY, denied, "rule")
+        remembered = self._remembered(tool, args, thread, profile, owner)
+        if remembered is not None:
+            return remembered
+        found = others.first(args) if others else None
+        if found is not None:
+            return Verdict(found.behavior, found, "rule")
+        return Verdict(self.default, None, "default")
+
+    def _remembered(
+        self,
+        tool: str,
+        args: Mapping[str, Any],
+        thread: Mapping[str, Any] | None,
+        profile: Mapping[str, Any] | None,
+        owner: str,
+    ) -> Verdict | None:
         if thread or profile:
-            key = call_key(tool, args)
+            key = call_key(tool, args, owner)
             hits: list[tuple[VerdictSource, Mapping[str, Any]]] = []
             if thread and key in thread:
                 hits.append(("thread", thread[key]))
@@ -134,10 +184,41 @@ class Policy:
                 source, entry = hits[0]
                 rule = _remembered_rule(entry)
                 return Verdict(rule.behavior, rule, source)
-        found = others.first(args) if others else None
-        if found is not None:
-            return Verdict(found.behavior, found, "rule")
-        return Verdict(self.default, None, "default")
+        return None
+
+    def _evaluate_views(
+        self,
+        tool: str,
+        args: Mapping[str, Any],
+        views: Views,
+        thread: Mapping[str, Any] | None,
+        profile: Mapping[str, Any] | None,
+        owner: str,
+    ) -> Verdict:
+        denies, others = self.candidates(tool)
+        if denies:
+            for view, detail in ((args, ""), *views.items):
+                denied = denies.first(view)
+                if denied is not None:
+                    return Verdict(Behavior.DENY, denied, "rule", detail)
+        if views.escaped:
+            return Verdict(Behavior.DENY, None, "argument", views.problem)
+        remembered = self._remembered(tool, args, thread, profile, owner)
+        if remembered is not None:
+            return remembered
+        if views.problem:
+            return Verdict(self.unparsable, None, "argument", views.problem)
+        strictest: Verdict | None = None
+        for view, detail in views.items:
+            found = others.first(view) if others else None
+            if found is not None:
+                verdict = Verdict(found.behavior, found, "rule", detail)
+            else:
+                verdict = Verdict(self.default, None, "default", detail)
+            if strictest is None or _STRICTNESS[verdict.behavior] > _STRICTNESS[strictest.behavior]:
+                strictest = verdict
+        assert strictest is not None  # Views always carry at least one item here
+        return strictest
 
     def explain(
         self,
@@ -146,9 +227,14 @@ class Policy:
         *,
         thread: Mapping[str, Any] | None = None,
         profile: Mapping[str, Any] | None = None,
+        owner: str = "",
     ) -> Verdict:
-        """The verdict for ``tool(args)`` with its deciding rule (same as :meth:`evaluate`)."""
-        return self.evaluate(tool, args or {}, thread, profile)
+        """The verdict for ``tool(args)`` with its deciding rule (same as :meth:`evaluate`).
+
+        ``Verdict.detail`` names the part of a compound command or the
+        normalized path that decided.
+        """
+        return self.evaluate(tool, args or {}, thread, profile, owner)
 
     def denied_unconditionally(self, tool: str) -> bool:
         """Whether a deny rule without conditions names ``tool``."""

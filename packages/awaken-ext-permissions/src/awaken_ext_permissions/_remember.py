@@ -24,9 +24,14 @@ REMEMBERED_KEY = "permissions.remembered"
 _EMPTY: Mapping[str, Any] = {}
 
 
-def call_key(tool: str, args: Mapping[str, Any]) -> str:
-    """A stable key for one exact call: ``tool:`` + SHA-256 of the canonical arguments."""
-    canonical = json.dumps(args, sort_keys=True, separators=(",", ":"), default=str)
+def call_key(tool: str, args: Mapping[str, Any], owner: str = "") -> str:
+    """A stable key for one exact call: ``tool:`` + SHA-256 of the canonical arguments.
+
+    ``owner`` (an agent id and its policy fingerprint, or ``""`` when decisions
+    are shared across agents) is part of the hash, so a decision one agent
+    remembered does not decide for a differently configured one.
+    """
+    canonical = json.dumps([owner, args], sort_keys=True, separators=(",", ":"), default=str)
     return f"{tool}:{hashlib.sha256(canonical.encode()).hexdigest()[:32]}"
 
 
@@ -44,12 +49,20 @@ def remember_command(
     *,
     by: str,
     at: str,
+    owner: str = "",
 ) -> Command:
     """The write that remembers ``behavior`` for exactly ``tool(args)`` in ``scope``."""
-    entry = {"tool": tool, "arguments": dict(args), "behavior": behavior, "by": by, "at": at}
+    entry = {
+        "tool": tool,
+        "arguments": dict(args),
+        "behavior": behavior,
+        "by": by,
+        "at": at,
+        "owner": owner,
+    }
     return Command.set(
         REMEMBERED_KEY,
-        {call_key(tool, args): entry},
+        {call_key(tool, args, owner): entry},
         scope=Scope(scope),
         merge=MergePolicy.COMMUTATIVE,
     )

@@ -124,11 +124,22 @@ class ResolvedAgent:
     stop_conditions: list[tuple[str, StopConditionHook]] = field(default_factory=list)
     inherited: set[str] = field(default_factory=set)
     """Plugins whose contributions also apply to this agent's sub-agents."""
+    inherited_gates: list[tuple[str, ToolGateHook]] = field(default_factory=list)
+    """The gates of inheritable plugins (this agent's and its ancestors'): every
+    sub-agent carries them, whatever it enables itself."""
 
     def with_inherited(self, parent: ResolvedAgent) -> ResolvedAgent:
-        """This agent plus the parent's inheritable plugins it does not enable itself."""
+        """This agent plus the parent's inheritable plugins it does not enable itself.
+
+        The parent's inherited *gates* apply even when this agent enables the
+        same plugin with its own configuration: the strongest gate decision
+        wins, so a sub-agent can narrow what its parents allow, never widen it
+        (through any number of levels).
+        """
         extra = parent.inherited - set(self.bounds)
-        if not extra:
+        own = {id(gate) for _, gate in self.gates}
+        carried = [(pid, g) for pid, g in parent.inherited_gates if id(g) not in own]
+        if not extra and not carried:
             return self
 
         def pick(items: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
@@ -141,7 +152,8 @@ class ResolvedAgent:
             self,
             bounds={**self.bounds, **{pid: parent.bounds[pid] for pid in extra}},
             hooks=hooks,
-            gates=[*self.gates, *pick(parent.gates)],
+            gates=[*self.gates, *carried],
+            inherited_gates=[*self.inherited_gates, *carried],
             observers=[*self.observers, *pick(parent.observers)],
             guards=[*self.guards, *pick(parent.guards)],
             stop_conditions=[*self.stop_conditions, *pick(parent.stop_conditions)],
@@ -287,6 +299,7 @@ def resolve_agent(
         resolved.stop_conditions.extend((pid, h) for h in contributions.stop_conditions)
         if contributions.inherit:
             resolved.inherited.add(pid)
+            resolved.inherited_gates.extend((pid, g) for g in contributions.tool_gates)
         for table, given in (
             (resolved.effect_handlers, contributions.effect_handlers),
             (resolved.action_handlers, contributions.action_handlers),

@@ -1,0 +1,186 @@
+"""Shell- and path-aware arguments: the views of a call that rules are matched against.
+
+An argument declared as a **shell command** (``shell_arguments``) is split by
+``bashlex`` (a bash parser) into its simple commands: the parts of ``;``,
+``&&``, ``||``, ``|``, ``&`` and newlines, and the commands inside ``$(...)``,
+backticks, subshells, process substitutions and compound commands (``if``,
+``for``, functions) each count as one. A call is allowed only when *every*
+part is allowed; any part a deny rule matches denies. Text bashlex cannot
+parse is not guessed at: it is ``unparsable_shell`` (``ask`` unless set).
+
+An argument declared as a **path** (``path_arguments``) is normalized before
+matching: ``.`` and ``..`` segments, repeated separators and trailing slashes
+go (``src/./secrets//key/`` is ``src/secrets/key``). With ``path_root`` the
+path is resolved against that root with symlinks followed and matched as the
+root-relative path; a path that leaves the root is denied.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import itertools
+import os
+import posixpath
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["ArgumentViews", "Views", "normalize_path", "split_shell"]
+
+_MAX_VIEWS = 256
+"""More combinations than this (several compound shell arguments) is unparsable."""
+
+
+class _Unparsable(ValueError):
+    """A shell command the parser cannot split safely."""
+
+
+def split_shell(command: str) -> list[str]:
+    """The simple commands of ``command``, in order; raises ``ValueError`` if unparsable."""
+    import bashlex  # on the first shell-aware check, not at import
+
+    if not command.strip():
+        return [command]
+    try:
+        trees = bashlex.parse(command)
+    except Exception as exc:  # bashlex raises several types (ParsingError, NotImplementedError)
+        raise _Unparsable(f"cannot parse the shell command: {exc}") from None
+    parts: list[str] = []
+
+    class _Collect(bashlex.ast.nodevisitor):  # type: ignore[misc]
+        def visitcommand(self, node: Any, _parts: Any) -> None:
+            start, end = node.pos
+            parts.append(command[start:end])
+
+    for tree in trees:
+        _Collect().visit(tree)
+    if not parts:
+        raise _Unparsable("the shell command has no simple command to check")
+    return parts
+
+
+def normalize_path(value: str, root: str | None = None) -> str | None:
+    """``value`` without ``.``/``..``/``//``/trailing ``/``; root-relative with ``root``.
+
+    Returns ``None`` when ``root`` is given and the path resolves outside it.
+    """
+    if root is None:
+        norm = posixpath.normpath(value) if value else value
+        # POSIX keeps a leading "//"; for matching it is the same as "/".
+        return "/" + norm.lstrip("/") if norm.startswith("//") else norm
+    base = os.path.realpath(root)
+    full = os.path.realpath(os.path.join(base, value))
+    if full != base and not full.startswith(base.rstrip(os.sep) + os.sep):
+        return None
+    rel = os.path.relpath(full, base)
+    return rel.replace(os.sep, "/")
+
+
+@dataclass(frozen=True, slots=True)
+class Views:
+    """The argument dicts to match for one call, each with what it shows, or a problem."""
+
+    items: tuple[tuple[Mapping[str, Any], str], ...]
+    problem: str = ""
+    """Why the call cannot be matched (unparsable command, path outside the root)."""
+    escaped: bool = False
+    """Whether the problem is a path outside the root (always denied)."""
+
+
+def _names(table: Mapping[str, Sequence[str]], tool: str) -> tuple[str, ...]:
+    out: list[str] = []
+    for pattern, names in table.items():
+        if pattern == tool or fnmatch.fnmatchcase(tool, pattern):
+            out.extend(n for n in names if n not in out)
+    return tuple(out)
+
+
+class ArgumentViews:
+    """Which arguments of which tools are shell commands or paths; builds :class:`Views`."""
+
+    def __init__(
+        self,
+        shell: Mapping[str, Sequence[str]],
+        paths: Mapping[str, Sequence[str]],
+        root: str | None = None,
+    ) -> None:
+        self.shell = {k: tuple(v) for k, v in shell.items()}
+        self.paths = {k: tuple(v) for k, v in paths.items()}
+        self.root = root
+        self._cache: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.shell or self.paths)
+
+    def declared(self, tool: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """``(shell argument names, path argument names)`` of ``tool`` (cached)."""
+        found = self._cache.get(tool)
+        if found is None:
+            if len(self._cache) > 4096:
+                self._cache.clear()
+            found = (_names(self.shell, tool), _names(self.paths, tool))
+            self._cache[tool] = found
+        return found
+
+    def of(self, tool: str, args: Mapping[str, Any]) -> Views | None:
+        """The views of ``tool(args)``, or ``None`` when it declares no special argument."""
+        shell, paths = self.declared(tool)
+        if not shell and not paths:
+            return None
+        base = dict(args)
+        notes: list[str] = []
+        for name in paths:
+            value = base.get(name)
+            if isinstance(value, str):
+                norm = self._path(value)
+                if norm is None:
+                    return _escape(name, value, self.root)
+                if norm != value:
+                    notes.append(f"path {name}={norm!r} (normalized from {value!r})")
+                base[name] = norm
+            elif isinstance(value, list):
+                normalized: list[Any] = []
+                for item in value:
+                    if isinstance(item, str):
+                        norm = self._path(item)
+                        if norm is None:
+                            return _escape(name, item, self.root)
+                        item = norm
+                    normalized.append(item)
+                base[name] = normalized
+        splits: list[list[tuple[str, str]]] = []
+        for name in shell:
+            value = base.get(name)
+            if not isinstance(value, str):
+                continue
+            try:
+                parts = split_shell(value)
+            except ValueError as exc:
+                return Views(((base, ""),), problem=f"argument {name!r}: {exc}")
+            splits.append([(name, p) for p in parts] if len(parts) > 1 else [(name, parts[0])])
+        note = "; ".join(notes)
+        if not splits:
+            return Views(((base, note),))
+        total = 1
+        for options in splits:
+            total *= len(options)
+        if total > _MAX_VIEWS:
+            return Views(((base, ""),), problem=f"more than {_MAX_VIEWS} command combinations")
+        items: list[tuple[Mapping[str, Any], str]] = []
+        compound = any(len(o) > 1 for o in splits)
+        for combo in itertools.product(*splits):
+            view = dict(base)
+            shown = [note] if note else []
+            for name, part in combo:
+                view[name] = part
+                if compound:
+                    shown.append(f"part {part!r} of {name}")
+            items.append((view, "; ".join(shown)))
+        return Views(tuple(items))
+
+    def _path(self, value: str) -> str | None:
+        return normalize_path(value, self.root)
+
+
+def _escape(name: str, value: str, root: str | None) -> Views:
+    return Views((), problem=f"path {name}={value!r} is outside the root {root!r}", escaped=True)
