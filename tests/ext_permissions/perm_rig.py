@@ -31,6 +31,9 @@ from awaken_runtime import (
     tool,
 )
 
+EXECUTED: list[tuple[str, dict[str, Any]]] = []
+"""Every call a guarded rig tool actually ran (tests clear it and count)."""
+
 
 @tool
 def write_file(path: str, content: str = "") -> str:
@@ -40,7 +43,32 @@ def write_file(path: str, content: str = "") -> str:
         path: Where.
         content: What.
     """
+    EXECUTED.append(("write_file", {"path": path, "content": content}))
     return f"wrote {path}"
+
+
+@tool
+def transfer(amount: int, to: str = "acct") -> str:
+    """Move money.
+
+    Args:
+        amount: How much.
+        to: Where to.
+    """
+    EXECUTED.append(("transfer", {"amount": amount, "to": to}))
+    return f"sent {amount}"
+
+
+@tool
+def delete_repo(repo: str, force: bool = False) -> str:
+    """Delete a repository.
+
+    Args:
+        repo: Which.
+        force: Without confirmation.
+    """
+    EXECUTED.append(("delete_repo", {"repo": repo, "force": force}))
+    return f"deleted {repo}"
 
 
 @tool
@@ -60,6 +88,7 @@ def shell(command: str) -> str:
     Args:
         command: The command line.
     """
+    EXECUTED.append(("shell", {"command": command}))
     return f"ran {command}"
 
 
@@ -79,7 +108,7 @@ def edit(files: list[str]) -> str:
     return f"edited {len(files)}"
 
 
-ALL_TOOLS = [write_file, read_file, shell, delete_all, edit]
+ALL_TOOLS = [write_file, read_file, shell, delete_all, edit, transfer, delete_repo]
 TOOL_IDS = [t.descriptor.id for t in ALL_TOOLS]
 
 
@@ -105,6 +134,7 @@ def build(
     worker_turns: Sequence[Any] | None = None,
     repeat: bool = False,
     agent_id: str = "agent",
+    worker_config: dict[str, Any] | None = None,
 ) -> Runtime:
     """``agent`` with every test tool and the permissions plugin; ``worker`` as its delegate."""
     builder = (
@@ -121,7 +151,13 @@ def build(
         builder.with_model(ModelSpec(id="m-worker", provider="p-worker", model="scripted"))
         builder.with_provider("p-worker", ScriptedExecutor(list(worker_turns)))
         builder.with_agent_spec(
-            AgentConfig(id="worker", model_binding="m-worker", tool_ids=TOOL_IDS)
+            AgentConfig(
+                id="worker",
+                model_binding="m-worker",
+                tool_ids=TOOL_IDS,
+                plugin_ids=["permissions"] if worker_config is not None else [],
+                plugin_config={} if worker_config is None else {"permissions": worker_config},
+            )
         )
         delegates = ["worker"]
     builder.with_agent_spec(

@@ -37,7 +37,7 @@ class _Unparsable(ValueError):
 
 def split_shell(command: str) -> list[str]:
     """The simple commands of ``command``, in order; raises ``ValueError`` if unparsable."""
-    import bashlex  # on the first shell-aware check, not at import
+    import bashlex  # type: ignore[import-untyped]  # on first use, not at import
 
     if not command.strip():
         return [command]

@@ -38,7 +38,7 @@ from awaken_runtime import (
 from ._audit import AUDIT_KEY, audit_command
 from ._config import PermissionsConfig
 from ._model import Behavior
-from ._policy import Policy, Verdict
+from ._policy import Verdict
 from ._remember import REMEMBERED_KEY, remember_command, remembered
 
 __all__ = ["MANIFEST", "PLUGIN_ID", "PermissionsPlugin", "deny_message", "explain"]
@@ -74,8 +74,6 @@ _PROFILE = Scope.PROFILE
 
 def _now() -> str:
     return datetime.now(UTC).isoformat()
-
-
 
 
 def deny_message(call: ToolCall, verdict: Verdict) -> str:
