@@ -173,6 +173,35 @@ def build(
     return builder.build()
 
 
+def chain(configs: Sequence[dict[str, Any] | None], last_turn: ScriptedTurn) -> Runtime:
+    """Agents ``a0 -> a1 -> ...`` each delegating once; the last plays ``last_turn``.
+
+    A ``None`` config is an agent without the permissions plugin.
+    """
+    builder = AgentRuntimeBuilder(discover=False).with_store(InMemoryStore())
+    builder.with_plugin(PermissionsPlugin())
+    for t in ALL_TOOLS:
+        builder.with_tool(t)
+    last = len(configs) - 1
+    for level, config in enumerate(configs):
+        first = last_turn
+        if level < last:
+            first = ScriptedTurn.call("agent_run", {"agent_id": f"a{level + 1}", "prompt": "go"})
+        builder.with_model(ModelSpec(id=f"m{level}", provider=f"p{level}", model="scripted"))
+        builder.with_provider(f"p{level}", ScriptedExecutor([first, f"done {level}"]))
+        builder.with_agent_spec(
+            AgentConfig(
+                id=f"a{level}",
+                model_binding=f"m{level}",
+                tool_ids=TOOL_IDS,
+                plugin_ids=[] if config is None else ["permissions"],
+                plugin_config={} if config is None else {"permissions": config},
+                delegates=[f"a{level + 1}"] if level < last else [],
+            )
+        )
+    return builder.build()
+
+
 def tool_count(request: InferenceRequest) -> int:
     """How many tool results the request carries."""
     return sum(1 for m in request.messages if m.role == "tool")

@@ -12,16 +12,11 @@ from typing import Any
 
 import pytest
 
-from awaken_ext_permissions import PermissionsPlugin
 from awaken_runtime import (
-    AgentConfig,
-    AgentRuntimeBuilder,
     Approve,
     InMemoryStore,
-    ModelSpec,
     Phase,
     RunState,
-    ScriptedExecutor,
     ScriptedTurn,
 )
 
@@ -121,35 +116,6 @@ async def test_a_child_can_still_narrow_the_parent(rig: Any) -> None:
     assert rig.EXECUTED == []
 
 
-def chain(rig: Any, configs: list[dict[str, Any] | None], command: str) -> Any:
-    """Agents ``a0 -> a1 -> ...``; the last runs ``shell(command)``; ``None``: no plugin."""
-    builder = AgentRuntimeBuilder(discover=False).with_store(InMemoryStore())
-    builder.with_plugin(PermissionsPlugin())
-    for t in rig.ALL_TOOLS:
-        builder.with_tool(t)
-    last = len(configs) - 1
-    for level, config in enumerate(configs):
-        if level < last:
-            first: Any = ScriptedTurn.call(
-                "agent_run", {"agent_id": f"a{level + 1}", "prompt": "go"}
-            )
-        else:
-            first = rig.call("shell", f"k{level}", command=command)
-        builder.with_model(ModelSpec(id=f"m{level}", provider=f"p{level}", model="scripted"))
-        builder.with_provider(f"p{level}", ScriptedExecutor([first, f"done {level}"]))
-        builder.with_agent_spec(
-            AgentConfig(
-                id=f"a{level}",
-                model_binding=f"m{level}",
-                tool_ids=rig.TOOL_IDS,
-                plugin_ids=[] if config is None else ["permissions"],
-                plugin_config={} if config is None else {"permissions": config},
-                delegates=[f"a{level + 1}"] if level < last else [],
-            )
-        )
-    return builder.build()
-
-
 OPEN = {"default": "allow"}
 
 
@@ -166,13 +132,17 @@ OPEN = {"default": "allow"}
 async def test_a_deny_holds_through_several_levels(
     rig: Any, configs: list[dict[str, Any] | None]
 ) -> None:
-    state = await chain(rig, configs, "rm -rf /").run("a0", "go", thread_id="t")
+    state = await rig.chain(configs, rig.call("shell", "k", command="rm -rf /")).run(
+        "a0", "go", thread_id="t"
+    )
     assert state.end_cause.kind == "natural_end"
     assert rig.EXECUTED == []
 
 
 async def test_an_allowed_command_runs_at_the_bottom_of_the_chain(rig: Any) -> None:
-    await chain(rig, [PARENT, OPEN, OPEN], "make").run("a0", "go", thread_id="t")
+    await rig.chain([PARENT, OPEN, OPEN], rig.call("shell", "k", command="make")).run(
+        "a0", "go", thread_id="t"
+    )
     assert rig.EXECUTED == [("shell", {"command": "make"})]
 
 
