@@ -193,3 +193,59 @@ async def test_a_cancelled_run_records_no_result(make_context):
         await executor(ctx).call(ToolCall(id="c1", name="transfer", arguments={"amount": 1}))
     assert ended.value.cause.kind == "cancelled"
     assert results(ctx) == []
+
+
+# -- arguments are coerced once, before the gates -----------------------------------
+
+
+def seeing_plugins(make_plugin: Any, seen: list[tuple[str, Any]]) -> list[Any]:
+    """A gate and an observer that record the arguments they were shown."""
+
+    def gate(ctx: Any, call: ToolCall) -> Any:
+        seen.append(("gate", call.arguments))
+        return None
+
+    async def observe(ctx: Any) -> Any:
+        seen.append(("observer", ctx.tool_call.arguments))
+        return None
+
+    return [
+        make_plugin("g", CapabilityBound(tool_gates=True), Contributions(tool_gates=[gate])),
+        make_plugin(
+            "o", CapabilityBound(tool_observers=True), Contributions(tool_observers=[observe])
+        ),
+    ]
+
+
+@pytest.mark.parametrize("spelled", ["5000", 5000.0, " 5000 ", 5000])
+async def test_gates_observers_and_the_tool_see_the_same_coerced_value(
+    make_context, make_plugin, spelled
+):
+    ran: list[Any] = []
+    seen: list[tuple[str, Any]] = []
+    ctx = make_context(tools=[counting_tool(ran)], plugins=seeing_plugins(make_plugin, seen))
+    await executor(ctx).call(ToolCall(id="c1", name="transfer", arguments={"amount": spelled}))
+    assert seen == [("gate", {"amount": 5000}), ("observer", {"amount": 5000})]
+    assert type(seen[0][1]["amount"]) is int
+    assert ran == [{"amount": 5000}]
+
+
+@pytest.mark.parametrize("bad", [{"amount": "lots"}, {}, {"amount": 1, "extra": 2}])
+async def test_invalid_arguments_reach_no_gate_and_no_tool(make_context, make_plugin, bad):
+    ran: list[Any] = []
+    seen: list[tuple[str, Any]] = []
+    ctx = make_context(tools=[counting_tool(ran)], plugins=seeing_plugins(make_plugin, seen))
+    await executor(ctx).call(ToolCall(id="c1", name="transfer", arguments=bad))
+    ((call_id, text, is_error),) = results(ctx)
+    assert call_id == "c1" and is_error and "Invalid arguments for tool 'transfer'" in text
+    assert seen == [] and ran == []
+
+
+async def test_a_parked_call_keeps_the_coerced_arguments(make_context, make_plugin):
+    ran: list[Any] = []
+    asker = gate_plugin(
+        make_plugin, "asker", lambda c: Suspend(await_reason=AwaitReason.TOOL_PERMISSION)
+    )
+    ctx = make_context(tools=[counting_tool(ran)], plugins=[asker])
+    await executor(ctx).call(ToolCall(id="c1", name="transfer", arguments={"amount": "7"}))
+    assert ctx.parked[0].call.arguments == {"amount": 7} and ran == []
