@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from awaken_ext_permissions import explain
-from awaken_ext_permissions._arguments import normalize_path, split_shell
+from awaken_ext_permissions import explain, normalize_path, split_shell
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import fnmatch
+import json
 from typing import Any
 
 import pytest
@@ -377,3 +379,14 @@ def test_the_prefix_index_agrees_with_a_linear_scan(
     rules = [parse_rule_line(_line(b, t, c), i) for i, (b, t, c) in enumerate(specs)]
     args = {"path": path, "n": n, "a": {"b": path.replace("a", "x")}}
     assert Policy(rules).evaluate("t", args).rule == _linear(rules, "t", args, Behavior.ASK)
+
+
+_GLOB_TEXT = st.text(alphabet="ab*?/.x", max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(pattern=_GLOB_TEXT, value=st.text(alphabet="ab/.x", max_size=12))
+def test_the_glob_prefilter_never_changes_a_match(pattern: str, value: str) -> None:
+    rule = parse_rule_line(f"deny t(p ~ {json.dumps(pattern)})")
+    verdict = Policy([rule], Behavior.ALLOW).evaluate("t", {"p": value})
+    assert (verdict.behavior is Behavior.DENY) == fnmatch.fnmatchcase(value, pattern)

@@ -8,6 +8,7 @@ approves or denies, optionally remembering the answer for the thread or the
 profile. See the package README for the rule language and precedence.
 """
 
+from ._arguments import ArgumentViews, Views, normalize_path, split_shell
 from ._audit import AUDIT_KEY, AuditScope, audit_command
 from ._config import ConditionSpec, PermissionsConfig, RuleSpec
 from ._matchers import compile_conditions, compile_tool, glob_regex, resolve_path
@@ -31,6 +32,7 @@ __all__ = [
     "MANIFEST",
     "PLUGIN_ID",
     "REMEMBERED_KEY",
+    "ArgumentViews",
     "AuditScope",
     "Behavior",
     "Condition",
@@ -46,6 +48,7 @@ __all__ = [
     "ToolKind",
     "Verdict",
     "VerdictSource",
+    "Views",
     "__version__",
     "audit_command",
     "call_key",
@@ -55,6 +58,7 @@ __all__ = [
     "explain",
     "glob_regex",
     "make_condition",
+    "normalize_path",
     "parse_condition",
     "parse_path",
     "parse_rule",
@@ -63,4 +67,5 @@ __all__ = [
     "remembered",
     "render_path",
     "resolve_path",
+    "split_shell",
 ]

@@ -112,6 +112,21 @@ def strict_equal(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
+def _prefiltered(find: Callable[[str], Any], needed: str) -> Callable[[str], Any]:
+    return lambda v: find(v) if needed in v else None
+
+
+def _literal(pattern: str) -> str:
+    """The longest text every match of a glob contains ("" if unknown).
+
+    Without ``[`` sets every character but ``*`` and ``?`` is literal in a
+    ``fnmatch`` glob (it has no escapes), so each such run must occur.
+    """
+    if "[" in pattern:
+        return ""
+    return max(re.split(r"[*?]", pattern), key=len)
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
@@ -124,7 +139,12 @@ def _test(op: Operator, expected: Any) -> Callable[[Any], bool]:
         return lambda v: not strict_equal(v, expected)
     if op in (Operator.GLOB, Operator.NOT_GLOB, Operator.REGEX, Operator.NOT_REGEX):
         glob = op in (Operator.GLOB, Operator.NOT_GLOB)
-        find = glob_regex(expected).match if glob else re.compile(expected).search
+        find: Callable[[str], Any] = (
+            glob_regex(expected).match if glob else re.compile(expected).search
+        )
+        needed = _literal(expected) if glob else ""
+        if needed:  # a substring test (C speed) spares most regex runs of `*x*` globs
+            find = _prefiltered(find, needed)
         if op in (Operator.GLOB, Operator.REGEX):
             return lambda v: isinstance(v, str) and find(v) is not None
         return lambda v: not (isinstance(v, str) and find(v) is not None)
