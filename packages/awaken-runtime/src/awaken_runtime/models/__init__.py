@@ -1,0 +1,1 @@
+"""The model contract (LlmExecutor, requests, responses, ModelSpec) and the scripted model (private)."""
