@@ -1,0 +1,236 @@
+"""The neutral API under ``/v1``: agents, threads, runs, events, resume, cancel."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from sse_starlette import ServerSentEvent
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from awaken_runtime import AgentEvent, AwakenError, Message, RunFinish
+from awaken_runtime.stores import ConfigNotFound
+
+from ._http import caller, last_event_id, read_body, sse
+from ._hub import LiveRun
+from ._problems import Problem
+from ._schemas import CreateThread, PublishConfig, ResumeBody, Rollback, StartRun
+from ._service import Service, new_id
+
+__all__ = ["rest_routes"]
+
+
+def _service(request: Request) -> Service:
+    service: Service = request.app.state.service
+    return service
+
+
+def _event_sse(event: AgentEvent, root: str) -> ServerSentEvent:
+    # Ids are the root run's seq; sub-agent events carry none (the last id stands).
+    return ServerSentEvent(
+        data=event.model_dump_json(),
+        event=event.type,
+        id=str(event.seq) if event.run_id == root else None,
+    )
+
+
+async def _event_stream(
+    events: AsyncIterator[AgentEvent], root: str
+) -> AsyncIterator[ServerSentEvent]:
+    async for event in events:
+        yield _event_sse(event, root)
+
+
+def _finish_json(run: LiveRun) -> dict[str, Any]:
+    finish = next(
+        (e for e in reversed(run.events) if isinstance(e, RunFinish) and e.run_id == run.run_id),
+        None,
+    )
+    if finish is None:
+        detail = repr(run.error) if run.error is not None else "the run produced no RunFinish"
+        raise Problem(500, "run-failed", detail)
+    return {"run_id": run.run_id, "thread_id": run.thread_id, **finish.model_dump(mode="json")}
+
+
+async def _answer(run: LiveRun, stream: bool) -> Response:
+    if stream:
+        return sse(_event_stream(run.follow(0), run.run_id))
+    async for _ in run.follow(0):
+        pass
+    return JSONResponse(_finish_json(run))
+
+
+def _version_json(version: Any) -> dict[str, Any]:
+    data: dict[str, Any] = version.model_dump(mode="json")
+    return data
+
+
+async def list_agents(request: Request) -> Response:
+    service = _service(request)
+    agents = [
+        {"id": agent_id, "config_version": service.catalog.version_of(agent_id)}
+        for agent_id in service.catalog.agent_ids()
+    ]
+    return JSONResponse({"agents": agents})
+
+
+async def publish_agent(request: Request) -> Response:
+    body = await read_body(request, PublishConfig)
+    service = _service(request)
+    try:
+        version = await service.publish(body.config, body.note)
+    except AwakenError as exc:
+        raise Problem(
+            422, "invalid-config", str(exc), field="/config", fix="send a valid agent config"
+        ) from None
+    return JSONResponse(_version_json(version), status_code=201)
+
+
+async def agent_versions(request: Request) -> Response:
+    agent_id = request.path_params["agent_id"]
+    service = _service(request)
+    service.agent(agent_id)
+    history = await service.store.config_history(agent_id)
+    return JSONResponse({"versions": [_version_json(v) for v in history]})
+
+
+async def rollback_agent(request: Request) -> Response:
+    agent_id = request.path_params["agent_id"]
+    body = await read_body(request, Rollback)
+    service = _service(request)
+    service.agent(agent_id)
+    try:
+        version = await service.rollback(agent_id, body.version)
+    except ConfigNotFound as exc:
+        raise Problem(
+            404, "not-found", str(exc), field="/version", fix="GET .../versions lists them"
+        ) from None
+    return JSONResponse(_version_json(version), status_code=201)
+
+
+async def create_thread(request: Request) -> Response:
+    body = await read_body(request, CreateThread)
+    service = _service(request)
+    if body.agent_id is not None:
+        service.agent(body.agent_id)
+    thread_id = new_id("thread_")
+    await service.owners.add_thread(thread_id, caller(request).profile_id, body.agent_id)
+    return JSONResponse({"thread_id": thread_id, "agent_id": body.agent_id}, status_code=201)
+
+
+async def list_threads(request: Request) -> Response:
+    service = _service(request)
+    threads = [
+        {"thread_id": tid, "agent_id": rec["agent_id"], "created_at": rec["created_at"]}
+        for tid, rec in service.owners.threads_of(caller(request).profile_id)
+    ]
+    return JSONResponse({"threads": threads})
+
+
+async def read_thread(request: Request) -> Response:
+    thread_id = request.path_params["thread_id"]
+    service = _service(request)
+    principal = caller(request)
+    record = service.check_thread(thread_id, principal)
+    snap = await service.snapshot(thread_id, principal.profile_id)
+    return JSONResponse(
+        {
+            "thread_id": thread_id,
+            "agent_id": record["agent_id"],
+            "version": snap.version,
+            "messages": [m.model_dump(mode="json") for m in snap.messages],
+            "state": service.thread_state(snap),
+            "pending_tickets": [
+                t.model_dump(mode="json") for t in (snap.parked.tickets if snap.parked else [])
+            ],
+            "runs": [rid for rid, _ in service.owners.runs_of_thread(thread_id)],
+        }
+    )
+
+
+async def start_run(request: Request) -> Response:
+    thread_id = request.path_params["thread_id"]
+    service = _service(request)
+    principal = caller(request)
+    service.check_thread(thread_id, principal)
+    body = await read_body(request, StartRun)
+    if isinstance(body.input, str):
+        messages = [Message.user(body.input)]
+    else:
+        messages = [Message.user(m.content) for m in body.input]
+    run = await service.start_run(
+        principal, agent_id=body.agent_id, thread_id=thread_id, messages=messages
+    )
+    return await _answer(run, body.stream)
+
+
+async def read_run(request: Request) -> Response:
+    run_id = request.path_params["run_id"]
+    service = _service(request)
+    principal = caller(request)
+    record = service.check_run(run_id, principal)
+    stored = await service.store.get_run(run_id)
+    tickets = [
+        t.model_dump(mode="json")
+        for t in await service.pending(record["thread_id"], principal.profile_id)
+        if t.run_id == run_id
+    ]
+    live = service.hub.live(run_id)
+    return JSONResponse(
+        {
+            "run_id": run_id,
+            "thread_id": record["thread_id"],
+            "agent_id": record["agent_id"],
+            "config_version": record["config_version"],
+            "live": live is not None and not live.done,
+            "record": stored.model_dump(mode="json") if stored is not None else None,
+            "pending_tickets": tickets,
+        }
+    )
+
+
+async def run_events(request: Request) -> Response:
+    run_id = request.path_params["run_id"]
+    service = _service(request)
+    service.check_run(run_id, caller(request))
+    after = last_event_id(request)
+    return sse(_event_stream(service.hub.events(service.runtime, run_id, after), run_id))
+
+
+async def resume_run(request: Request) -> Response:
+    run_id = request.path_params["run_id"]
+    service = _service(request)
+    principal = caller(request)
+    service.check_run(run_id, principal)
+    body = await read_body(request, ResumeBody)
+    run = await service.resume(
+        principal, run_id, [(item.ticket_id, item.decision) for item in body.decisions]
+    )
+    return await _answer(run, body.stream)
+
+
+async def cancel_run(request: Request) -> Response:
+    run_id = request.path_params["run_id"]
+    service = _service(request)
+    outcome = await service.cancel(caller(request), run_id)
+    return JSONResponse({"run_id": run_id, "status": outcome}, status_code=202)
+
+
+def rest_routes() -> list[BaseRoute]:
+    """The ``/v1`` routes."""
+    return [
+        Route("/v1/agents", list_agents, methods=["GET"]),
+        Route("/v1/agents", publish_agent, methods=["POST"]),
+        Route("/v1/agents/{agent_id}/versions", agent_versions, methods=["GET"]),
+        Route("/v1/agents/{agent_id}/rollback", rollback_agent, methods=["POST"]),
+        Route("/v1/threads", list_threads, methods=["GET"]),
+        Route("/v1/threads", create_thread, methods=["POST"]),
+        Route("/v1/threads/{thread_id}", read_thread, methods=["GET"]),
+        Route("/v1/threads/{thread_id}/runs", start_run, methods=["POST"]),
+        Route("/v1/runs/{run_id}", read_run, methods=["GET"]),
+        Route("/v1/runs/{run_id}/events", run_events, methods=["GET"]),
+        Route("/v1/runs/{run_id}/resume", resume_run, methods=["POST"]),
+        Route("/v1/runs/{run_id}/cancel", cancel_run, methods=["POST"]),
+    ]

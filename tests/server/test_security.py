@@ -1,0 +1,195 @@
+"""Attacks on the server: keys, other profiles' ids, oversized and malformed bodies."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+from srv_util import ALICE, BOB, Served
+
+
+def _problem(r: httpx.Response, status: int) -> dict[str, Any]:
+    assert r.status_code == status, r.text
+    assert r.headers["content-type"] == "application/problem+json"
+    body: dict[str, Any] = r.json()
+    assert body["status"] == status and body["detail"] and body["fix"]
+    return body
+
+
+ENDPOINTS = [
+    ("GET", "/v1/agents"),
+    ("POST", "/v1/agents"),
+    ("GET", "/v1/threads"),
+    ("POST", "/v1/threads"),
+    ("GET", "/v1/threads/t1"),
+    ("POST", "/v1/threads/t1/runs"),
+    ("GET", "/v1/runs/r1"),
+    ("GET", "/v1/runs/r1/events"),
+    ("POST", "/v1/runs/r1/resume"),
+    ("POST", "/v1/runs/r1/cancel"),
+    ("POST", "/v1/agents/assistant/chat"),
+    ("POST", "/v1/agents/assistant/ag-ui"),
+]
+
+
+@pytest.mark.parametrize(("method", "path"), ENDPOINTS)
+@pytest.mark.parametrize(
+    "auth", [None, "Bearer wrong-key-0123456789abcdef", "Basic abc", "Token abc"]
+)
+def test_every_endpoint_needs_a_known_key(
+    server: Served, method: str, path: str, auth: str | None
+) -> None:
+    headers = {"Authorization": auth} if auth else {}
+    r = httpx.request(method, server.url + path, headers=headers, json={})
+    body = _problem(r, 401)
+    assert body["field"] == "header:Authorization"
+    assert r.headers["www-authenticate"].startswith("Bearer")
+
+
+def _waiting_run(c: httpx.Client) -> tuple[str, str, str]:
+    tid = c.post("/v1/threads", json={"agent_id": "assistant"}).json()["thread_id"]
+    run = c.post(
+        f"/v1/threads/{tid}/runs", json={"agent_id": "assistant", "input": "delete"}
+    ).json()
+    return tid, run["run_id"], run["tickets"][0]["ticket_id"]
+
+
+def test_another_profiles_thread_is_404_and_untouched(server: Served) -> None:
+    with server.client(ALICE) as alice, server.client(BOB) as bob:
+        tid, run_id, ticket = _waiting_run(alice)
+        before = alice.get(f"/v1/threads/{tid}").json()
+        approve = {"decisions": [{"ticket_id": ticket, "decision": {"kind": "approve"}}]}
+        attempts = [
+            bob.get(f"/v1/threads/{tid}"),
+            bob.post(f"/v1/threads/{tid}/runs", json={"agent_id": "assistant", "input": "hi"}),
+            bob.get(f"/v1/runs/{run_id}"),
+            bob.get(f"/v1/runs/{run_id}/events"),
+            bob.post(f"/v1/runs/{run_id}/resume", json=approve),
+            bob.post(f"/v1/runs/{run_id}/cancel"),
+        ]
+        for r in attempts:
+            assert _problem(r, 404)["title"] == "not found"
+        # The same answer as for an id that never existed: nothing leaks.
+        assert (
+            bob.get("/v1/threads/thread_nope").json()["detail"]
+            == "thread 'thread_nope' does not exist"
+        )
+        assert tid not in [t["thread_id"] for t in bob.get("/v1/threads").json()["threads"]]
+        assert alice.get(f"/v1/threads/{tid}").json() == before
+        # A malformed body on someone else's thread still says 404, not 422.
+        _problem(bob.post(f"/v1/threads/{tid}/runs", json={"bogus": 1}), 404)
+        # Bob's chat with the same client-chosen id is his own thread.
+        r = alice.post(f"/v1/runs/{run_id}/resume", json=approve)
+        assert r.json()["final_text"].startswith("Result: deleted")
+
+
+def test_ticket_of_another_run_is_refused(server: Served) -> None:
+    with server.client(ALICE) as alice:
+        _, run_a, ticket_a = _waiting_run(alice)
+        _, run_b, _ = _waiting_run(alice)
+        r = alice.post(
+            f"/v1/runs/{run_b}/resume",
+            json={"decisions": [{"ticket_id": ticket_a, "decision": {"kind": "approve"}}]},
+        )
+        assert _problem(r, 409)["field"] == "/decisions/0/ticket_id"
+        assert alice.get(f"/v1/runs/{run_a}").json()["pending_tickets"][0]["ticket_id"] == ticket_a
+
+
+def test_oversized_body_is_413_declared_or_chunked(server: Served) -> None:
+    with server.client() as c:
+        big = b'{"agent_id": "assistant", "input": "' + b"x" * 1_100_000 + b'"}'
+        tid = c.post("/v1/threads", json={}).json()["thread_id"]
+        headers = {"Content-Type": "application/json"}
+        _problem(c.post(f"/v1/threads/{tid}/runs", content=big, headers=headers), 413)
+
+        def chunks() -> Any:
+            for i in range(0, len(big), 65536):
+                yield big[i : i + 65536]
+
+        _problem(c.post(f"/v1/threads/{tid}/runs", content=chunks(), headers=headers), 413)
+        _problem(c.post("/v1/agents/assistant/chat", content=big, headers=headers), 413)
+        assert c.get(f"/v1/threads/{tid}").json()["messages"] == []
+
+
+MALFORMED = [
+    ("POST", "/v1/agents", b"{", 400),
+    ("POST", "/v1/agents", b'{"config": 5}', 422),
+    ("POST", "/v1/agents", b'{"config": {"id": ""}}', 422),
+    ("POST", "/v1/agents/assistant/rollback", b'{"version": 0}', 422),
+    ("POST", "/v1/threads", b'{"agent_id": 3}', 422),
+    ("POST", "/v1/threads", b'{"agent_id": "no-such-agent"}', 404),
+    ("POST", "/v1/threads/{tid}/runs", b"[]", 422),
+    ("POST", "/v1/threads/{tid}/runs", b'{"agent_id": "assistant", "input": ""}', 422),
+    ("POST", "/v1/threads/{tid}/runs", b'{"agent_id": "nope", "input": "hi"}', 404),
+    ("POST", "/v1/threads/{tid}/runs", b'{"agent_id": "assistant", "input": "x", "extra": 1}', 422),
+    ("POST", "/v1/runs/{run}/resume", b'{"decisions": []}', 422),
+    (
+        "POST",
+        "/v1/runs/{run}/resume",
+        b'{"decisions": [{"ticket_id": "t", "decision": {"kind": "maybe"}}]}',
+        422,
+    ),
+    ("POST", "/v1/agents/assistant/chat", b'{"id": "c1", "messages": []}', 422),
+    (
+        "POST",
+        "/v1/agents/assistant/chat",
+        b'{"id": "c1", "messages": [{"role": "system", "parts": []}]}',
+        422,
+    ),
+    (
+        "POST",
+        "/v1/agents/assistant/chat",
+        json.dumps(
+            {
+                "id": "c1",
+                "trigger": "regenerate-message",
+                "messages": [{"role": "user", "parts": []}],
+            }
+        ).encode(),
+        422,
+    ),
+    ("POST", "/v1/agents/assistant/ag-ui", b'{"threadId": 1}', 422),
+    (
+        "POST",
+        "/v1/agents/assistant/ag-ui",
+        json.dumps(
+            {"threadId": "t", "runId": "r", "messages": [], "state": {}, "tools": [], "context": []}
+            | {"forwardedProps": {}}
+        ).encode(),
+        422,
+    ),
+    ("GET", "/v1/runs/{run}/events?after=abc", b"", 400),
+    ("GET", "/v1/runs/{run}/events?after=-1", b"", 400),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "body", "status"), MALFORMED)
+def test_malformed_requests_get_a_problem_naming_the_field(
+    server: Served, method: str, path: str, body: bytes, status: int
+) -> None:
+    with server.client() as c:
+        tid, run_id, ticket = _waiting_run(c)
+        before = c.get(f"/v1/threads/{tid}").json()
+        url = path.format(tid=tid, run=run_id)
+        r = c.request(
+            method, url, content=body or None, headers={"Content-Type": "application/json"}
+        )
+        problem = _problem(r, status)
+        if status == 422:
+            assert problem["field"]
+        assert c.get(f"/v1/threads/{tid}").json() == before
+        assert c.get(f"/v1/runs/{run_id}").json()["pending_tickets"][0]["ticket_id"] == ticket
+
+
+def test_wrong_content_type_is_415(server: Served) -> None:
+    with server.client() as c:
+        r = c.post("/v1/threads", content=b"agent_id=x", headers={"Content-Type": "text/plain"})
+        assert _problem(r, 415)["field"] == "header:Content-Type"
+
+
+def test_unknown_path_and_method_are_problems(server: Served) -> None:
+    with server.client() as c:
+        _problem(c.get("/v1/nothing"), 404)
+        _problem(c.delete("/v1/threads"), 405)
