@@ -55,6 +55,7 @@ class AGUITranscoder:
         self.run_id = run_id
         self.state = dict(state)
         self._text: str | None = None
+        self._last_text: str | None = None  # a tool call after text joins that message
         self._reasoning: str | None = None
         self._step: str | None = None
         self._root: str | None = None
@@ -73,7 +74,7 @@ class AGUITranscoder:
         out: list[ag.BaseEvent] = []
         if self._text is not None:
             out.append(ag.TextMessageEndEvent(message_id=self._text))
-            self._text = None
+            self._last_text, self._text = self._text, None
         if self._reasoning is not None:
             out.append(ag.ReasoningMessageEndEvent(message_id=self._reasoning))
             out.append(ag.ReasoningEndEvent(message_id=self._reasoning))
@@ -95,6 +96,7 @@ class AGUITranscoder:
             return []
         if isinstance(event, StepStart):
             out = self._end_step()
+            self._last_text = None
             self._step = f"step {event.step}"
             return [*out, ag.StepStartedEvent(step_name=self._step)]
         if isinstance(event, TextDelta):
@@ -102,7 +104,11 @@ class AGUITranscoder:
         if isinstance(event, ToolCallReady):
             return [
                 *self._close_text(),
-                ag.ToolCallStartEvent(tool_call_id=event.call_id, tool_call_name=event.name),
+                ag.ToolCallStartEvent(
+                    tool_call_id=event.call_id,
+                    tool_call_name=event.name,
+                    parent_message_id=self._text or self._last_text,
+                ),
                 ag.ToolCallArgsEvent(tool_call_id=event.call_id, delta=json.dumps(event.arguments)),
                 ag.ToolCallEndEvent(tool_call_id=event.call_id),
             ]
