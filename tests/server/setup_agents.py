@@ -9,6 +9,8 @@ answers with that result.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
 
 from awaken_runtime import (
     AgentRuntimeBuilder,
@@ -52,13 +54,24 @@ def _turn(request: InferenceRequest) -> ScriptedTurn | str:
     if "think" in text:
         return ScriptedTurn(reasoning="Pondering the question.", text="I thought about it.")
     if "slow" in text:
-        return " ".join(f"word{i}" for i in range(200))
+        return " ".join(f"word{i}" for i in range(80))
     return f"Hello! You said: {last.text}"
+
+
+class PacedExecutor(ScriptedExecutor):
+    """Streams "slow" answers with a pause between chunks, so a client sees them arrive."""
+
+    async def stream(self, request: InferenceRequest) -> AsyncIterator[Any]:
+        slow = "slow" in (request.messages[-1].text or "").lower()
+        async for item in super().stream(request):
+            yield item
+            if slow:
+                await asyncio.sleep(0.005)
 
 
 def setup(builder: AgentRuntimeBuilder) -> None:
     """Add the scripted provider and the tools."""
-    executor = ScriptedExecutor([_turn], repeat=True, chunk_size=6)
+    executor = PacedExecutor([_turn], repeat=True, chunk_size=6)
     executor.record_requests = False
     builder.with_provider("scripted", executor)
     builder.with_tool(get_weather)
