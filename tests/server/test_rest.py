@@ -132,6 +132,6 @@ def test_publish_history_rollback(server: Served) -> None:
         assert [v["version"] for v in history] == [1, 2, 3]
         # A config that does not resolve is refused and the old one keeps serving.
         bad = c.post("/v1/agents", json={"config": {**config, "model_binding": "nope"}})
-        assert bad.status_code == 422 and bad.json()["field"] == "/config"
+        assert bad.status_code == 409 and bad.json()["field"] == "/config"
         agents = {a["id"]: a for a in c.get("/v1/agents").json()["agents"]}
         assert agents["published"]["config_version"] == 3

@@ -71,7 +71,11 @@ async def _http_error(_request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     code = {404: "not-found", 405: "method-not-allowed"}.get(exc.status_code, "http-error")
     fix = "see /openapi.json for the endpoints and their methods"
-    return problem_response(Problem(exc.status_code, code, str(exc.detail), fix=fix))
+    # Keep Starlette's headers: a 405 must say which methods are allowed (Allow).
+    headers = dict(exc.headers or {})
+    return problem_response(
+        Problem(exc.status_code, code, str(exc.detail), fix=fix, headers=headers)
+    )
 
 
 async def _index(_request: Request) -> Response:

@@ -60,6 +60,31 @@ def _op(
     return op
 
 
+def _require_discriminators(schemas: dict[str, Any]) -> None:
+    """Make each tagged union's tag required in its variants.
+
+    pydantic leaves a defaulted tag (``kind: "keep_all"``) optional in the JSON
+    schema, yet a union member without it cannot be told apart: the server
+    refuses it. The document says so.
+    """
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            tag = node.get("discriminator", {}).get("propertyName")
+            for variant in node.get("oneOf", []) if tag else []:
+                ref = variant.get("$ref", "")
+                target = schemas.get(ref.rsplit("/", 1)[-1]) if ref else variant
+                if isinstance(target, dict) and tag not in target.setdefault("required", []):
+                    target["required"].append(tag)
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(schemas)
+
+
 def openapi_document(server_url: str) -> dict[str, Any]:
     """The document (every ``/v1`` endpoint with its bodies, statuses and problems)."""
     schemas: dict[str, Any] = {}
@@ -67,6 +92,7 @@ def openapi_document(server_url: str) -> dict[str, Any]:
         schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
         schemas.update(schema.pop("$defs", {}))
         schemas[model.__name__] = schema
+    _require_discriminators(schemas)
     schemas["Problem"] = {
         "type": "object",
         "required": ["type", "title", "status", "detail"],
@@ -83,14 +109,16 @@ def openapi_document(server_url: str) -> dict[str, Any]:
     paths: dict[str, Any] = {
         "/v1/agents": {
             "get": _op("List agents"),
-            "post": _op("Publish an agent config version", body=PublishConfig, ok=201),
+            "post": _op(
+                "Publish an agent config version", body=PublishConfig, ok=201, errors=(409,)
+            ),
         },
         "/v1/agents/{agent_id}/versions": {
             "get": _op("An agent's config history", params=agent, errors=(404,))
         },
         "/v1/agents/{agent_id}/rollback": {
             "post": _op(
-                "Roll back to a version", body=Rollback, ok=201, params=agent, errors=(404,)
+                "Roll back to a version", body=Rollback, ok=201, params=agent, errors=(404, 409)
             )
         },
         "/v1/agents/{agent_id}/chat": {

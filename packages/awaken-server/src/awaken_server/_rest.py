@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from sse_starlette import ServerSentEvent
@@ -20,6 +20,8 @@ from ._schemas import CreateThread, PublishConfig, ResumeBody, Rollback, StartRu
 from ._service import Service, new_id
 
 __all__ = ["rest_routes"]
+
+Endpoint = Callable[[Request], Awaitable[Response]]
 
 
 def _service(request: Request) -> Service:
@@ -80,10 +82,16 @@ async def publish_agent(request: Request) -> Response:
     body = await read_body(request, PublishConfig)
     service = _service(request)
     try:
-        version = await service.publish(body.config, body.note)
+        version = await service.publish(body.config.model_dump(mode="json"), body.note)
     except AwakenError as exc:
+        # Well-formed but naming models, tools or plugins this server lacks: a conflict
+        # with the server's registries, not a malformed body.
         raise Problem(
-            422, "invalid-config", str(exc), field="/config", fix="send a valid agent config"
+            409,
+            "config-does-not-resolve",
+            str(exc),
+            field="/config",
+            fix="name models, tools and plugins this server has (GET /v1/agents, awaken plugins)",
         ) from None
     return JSONResponse(_version_json(version), status_code=201)
 
@@ -106,6 +114,14 @@ async def rollback_agent(request: Request) -> Response:
     except ConfigNotFound as exc:
         raise Problem(
             404, "not-found", str(exc), field="/version", fix="GET .../versions lists them"
+        ) from None
+    except AwakenError as exc:
+        raise Problem(
+            409,
+            "config-does-not-resolve",
+            str(exc),
+            field="/version",
+            fix="roll back to a version whose models, tools and plugins this server has",
         ) from None
     return JSONResponse(_version_json(version), status_code=201)
 
@@ -218,19 +234,27 @@ async def cancel_run(request: Request) -> Response:
     return JSONResponse({"run_id": run_id, "status": outcome}, status_code=202)
 
 
+def _route(path: str, **handlers: Endpoint) -> Route:
+    """One route per path, so a 405's ``Allow`` lists every method of the path."""
+    by_method = {method.upper(): handler for method, handler in handlers.items()}
+
+    async def dispatch(request: Request) -> Response:
+        return await by_method[request.method](request)
+
+    return Route(path, dispatch, methods=list(by_method))
+
+
 def rest_routes() -> list[BaseRoute]:
     """The ``/v1`` routes."""
     return [
-        Route("/v1/agents", list_agents, methods=["GET"]),
-        Route("/v1/agents", publish_agent, methods=["POST"]),
-        Route("/v1/agents/{agent_id}/versions", agent_versions, methods=["GET"]),
-        Route("/v1/agents/{agent_id}/rollback", rollback_agent, methods=["POST"]),
-        Route("/v1/threads", list_threads, methods=["GET"]),
-        Route("/v1/threads", create_thread, methods=["POST"]),
-        Route("/v1/threads/{thread_id}", read_thread, methods=["GET"]),
-        Route("/v1/threads/{thread_id}/runs", start_run, methods=["POST"]),
-        Route("/v1/runs/{run_id}", read_run, methods=["GET"]),
-        Route("/v1/runs/{run_id}/events", run_events, methods=["GET"]),
-        Route("/v1/runs/{run_id}/resume", resume_run, methods=["POST"]),
-        Route("/v1/runs/{run_id}/cancel", cancel_run, methods=["POST"]),
+        _route("/v1/agents", get=list_agents, post=publish_agent),
+        _route("/v1/agents/{agent_id}/versions", get=agent_versions),
+        _route("/v1/agents/{agent_id}/rollback", post=rollback_agent),
+        _route("/v1/threads", get=list_threads, post=create_thread),
+        _route("/v1/threads/{thread_id}", get=read_thread),
+        _route("/v1/threads/{thread_id}/runs", post=start_run),
+        _route("/v1/runs/{run_id}", get=read_run),
+        _route("/v1/runs/{run_id}/events", get=run_events),
+        _route("/v1/runs/{run_id}/resume", post=resume_run),
+        _route("/v1/runs/{run_id}/cancel", post=cancel_run),
     ]

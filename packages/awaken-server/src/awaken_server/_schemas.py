@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from awaken_runtime import Decision
+from awaken_runtime import AgentConfig, Decision
 
 __all__ = [
     "CreateThread",
@@ -63,7 +63,7 @@ class ResumeBody(_Body):
 class PublishConfig(_Body):
     """``POST /v1/agents``: a new version of an agent config."""
 
-    config: dict[str, Any] = Field(description="an agent config (the agent-file format)")
+    config: AgentConfig = Field(description="an agent config (the agent-file format)")
     note: str = Field(default="", max_length=1000)
 
 
