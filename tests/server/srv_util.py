@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 
 HERE = Path(__file__).parent
+"""The server tests' folder (agent files, the --setup module)."""
 ALICE = "alice-key-0123456789abcdef"
 BOB = "bob-key-0123456789abcdef00"
 
@@ -36,8 +37,10 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(tmp: Path, *extra: str, keys: str | None = None) -> Served:
-    """Start ``awaken serve`` and wait until it answers."""
+def start_server(
+    tmp: Path, *extra: str, keys: str | None = None, store: str | None = None
+) -> Served:
+    """Start ``awaken serve`` and wait until it answers (a new SQLite file unless ``store``)."""
     port = free_port()
     env = {
         **os.environ,
@@ -50,7 +53,7 @@ def start_server(tmp: Path, *extra: str, keys: str | None = None) -> Served:
         sys.executable, "-m", "awaken_server",
         "--agents", str(HERE / "agents"),
         "--setup", "setup_agents:setup",
-        "--store", f"sqlite:///{tmp / f'awaken-{port}.db'}",
+        "--store", store or f"sqlite:///{tmp / f'awaken-{port}.db'}",
         "--port", str(port),
         *extra,
     ]  # fmt: skip
