@@ -61,6 +61,7 @@ class UIMessageStreamTranscoder:
         self._root: str | None = None
         self._finish: RunFinish | None = None
         self._n = 0
+        self._calls: set[str] = set()
 
     def start(self) -> list[dict[str, Any]]:
         """The chunks opening the stream."""
@@ -106,11 +107,9 @@ class UIMessageStreamTranscoder:
             )
             return out
         if isinstance(event, ToolCallReady):
-            base = {"toolCallId": event.call_id, "toolName": event.name, "dynamic": True}
             return [
                 *self._close_parts(),
-                {"type": "tool-input-start", **base},
-                {"type": "tool-input-available", **base, "input": event.arguments},
+                *self._tool_input(event.call_id, event.name, event.arguments),
             ]
         if isinstance(event, ToolCallDone):
             return self._tool_done(event)
@@ -120,6 +119,14 @@ class UIMessageStreamTranscoder:
             self._finish = event
             return self._end_step()
         return []
+
+    def _tool_input(self, call_id: str, name: str, arguments: Any) -> list[dict[str, Any]]:
+        self._calls.add(call_id)
+        base = {"toolCallId": call_id, "toolName": name, "dynamic": True}
+        return [
+            {"type": "tool-input-start", **base},
+            {"type": "tool-input-available", **base, "input": arguments},
+        ]
 
     def _tool_done(self, event: ToolCallDone) -> list[dict[str, Any]]:
         out = self._close_parts()
@@ -167,6 +174,11 @@ class UIMessageStreamTranscoder:
             ]
         if finish.phase is Phase.WAITING:
             for ticket in finish.tickets:
+                if ticket.call.id not in self._calls:
+                    # Parked in an earlier stream: announce it so the client has the part.
+                    out.extend(
+                        self._tool_input(ticket.call.id, ticket.call.name, ticket.call.arguments)
+                    )
                 out.append(
                     {
                         "type": "tool-approval-request",
