@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from awaken_runtime import (
     AgentEvent,
     AwaitReason,
@@ -28,9 +31,6 @@ from awaken_runtime import (
     ToolCallDone,
     ToolCallReady,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from awaken_server import AGUITranscoder, UIMessageStreamTranscoder
 
 ITEM = st.one_of(
