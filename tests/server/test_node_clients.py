@@ -86,3 +86,8 @@ def test_ag_ui_http_agent_text_tool_interrupt_resume_reasoning(server: Served) -
     assert {"REASONING_START", "REASONING_MESSAGE_CONTENT", "REASONING_END"} <= set(
         out["reasoning"]["types"]
     )
+    # The thread's state (the permissions audit, thread scope) reached the client's
+    # state through STATE_SNAPSHOT and JSON-patch STATE_DELTA events it applied itself.
+    assert sorted(out["stateEvents"]) == ["STATE_DELTA", "STATE_SNAPSHOT"]
+    assert "permissions.audit" in out["state"]["keys"]
+    assert out["state"]["audit"] == ["get_weather:allow", "delete_file:approve"]

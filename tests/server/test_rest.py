@@ -135,3 +135,21 @@ def test_publish_history_rollback(server: Served) -> None:
         assert bad.status_code == 409 and bad.json()["field"] == "/config"
         agents = {a["id"]: a for a in c.get("/v1/agents").json()["agents"]}
         assert agents["published"]["config_version"] == 3
+
+
+def test_events_of_a_resumed_run_span_both_legs(server: Served) -> None:
+    with server.client() as c:
+        tid = _thread(c)
+        waiting = c.post(
+            f"/v1/threads/{tid}/runs", json={"agent_id": "assistant", "input": "delete"}
+        )
+        run_id, ticket = waiting.json()["run_id"], waiting.json()["tickets"][0]["ticket_id"]
+        approve = {"decisions": [{"ticket_id": ticket, "decision": {"kind": "approve"}}]}
+        with c.stream("POST", f"/v1/runs/{run_id}/resume", json={**approve, "stream": True}) as r:
+            leg = agent_events(r)
+        assert leg[0]["seq"] > 1, "the resume leg goes on from the parked seq"
+        # The resumed leg is still buffered: a reader from 0 gets the first leg from the log.
+        with c.stream("GET", f"/v1/runs/{run_id}/events", headers={"Last-Event-ID": "0"}) as r:
+            every = agent_events(r)
+        assert [e["seq"] for e in every] == list(range(1, len(every) + 1))
+        assert [e["type"] for e in every].count("run_start") == 2

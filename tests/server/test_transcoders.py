@@ -217,3 +217,30 @@ def test_ag_ui_stream_rules(steps: list[tuple[list[Any], bool]], end: str) -> No
         assert (last.thread_id, last.run_id) == ("client-thread", "client-run")
         expected = {"waiting": "interrupt", "cancelled": "cancelled"}.get(end, "success")
         assert last.outcome.type == expected
+
+
+def test_ag_ui_state_delta_patches_merged_objects_member_by_member() -> None:
+    import jsonpatch  # type: ignore[import-untyped]
+
+    from awaken_runtime import Command, MergePolicy
+
+    coder = AGUITranscoder("t", "r", {"audit": {"a": 1}, "n": 1, "gone": True})
+    client_state = {"audit": {"a": 1}, "n": 1, "gone": True}
+    step = StepEnd(
+        seq=2,
+        run_id="r",
+        step=1,
+        usage=TokenUsage(),
+        state_delta=[
+            Command.set("audit", {"b/c": 2}, merge=MergePolicy.COMMUTATIVE),
+            Command.set("n", 2),
+            Command.set("new~key", [1]),
+            Command.remove("gone"),
+        ],
+    )
+    coder.feed(RunStart(seq=1, run_id="r", thread_id="t", agent_id="a"))
+    (delta,) = coder.feed(step)
+    patched = jsonpatch.apply_patch(
+        client_state, [op.model_dump(by_alias=True) for op in delta.delta]
+    )
+    assert patched == {"audit": {"a": 1, "b/c": 2}, "n": 2, "new~key": [1]} == coder.state

@@ -45,5 +45,6 @@ const r4 = await run(null, { resume: r3.finished.interrupts.map((i) => ({ interr
 out.resumed = { outcome: r4.finished.outcome, types: [...new Set(r4.types)], messages: r4.newMessages };
 const r5 = await run("think about it");
 out.reasoning = { types: [...new Set(r5.types)] };
-out.state = agent.state;
+out.state = { keys: Object.keys(agent.state), audit: Object.values(agent.state["permissions.audit"] ?? {}).map((e) => `${e.tool}:${e.decision}`) };
+out.stateEvents = [...new Set([r1, r2, r3, r4, r5].flatMap((r) => r.types.filter((t) => t.startsWith("STATE_"))))];
 process.stdout.write(JSON.stringify(out) + "\n");

@@ -28,6 +28,7 @@ from awaken_runtime import (
     Decision,
     Deny,
     Error,
+    MergePolicy,
     Message,
     Phase,
     RunFinish,
@@ -155,16 +156,31 @@ class AGUITranscoder:
         for command in event.state_delta:
             if command.scope is not Scope.THREAD:
                 continue
-            path = "/" + str(command.key).replace("~", "~0").replace("/", "~1")
+            key = str(command.key)
+            path = "/" + _pointer(key)
             if command.action.kind == "remove":
-                if str(command.key) in self.state:
+                if key in self.state:
                     ops.append({"op": "remove", "path": path})
-                    self.state.pop(str(command.key))
-            else:
-                value = command.action.value
-                op = "replace" if str(command.key) in self.state else "add"
-                ops.append({"op": op, "path": path, "value": value})
-                self.state[str(command.key)] = value
+                    self.state.pop(key)
+                continue
+            value = command.action.value
+            current = self.state.get(key)
+            if (
+                command.merge is MergePolicy.COMMUTATIVE
+                and isinstance(value, dict)
+                and isinstance(current, dict)
+            ):
+                # The store shallow-merges these: patch the members, keep the others.
+                for member, item in value.items():
+                    ops.append(
+                        {"op": "add", "path": f"{path}/{_pointer(str(member))}", "value": item}
+                    )
+                self.state[key] = {**current, **value}
+                continue
+            ops.append(
+                {"op": "replace" if key in self.state else "add", "path": path, "value": value}
+            )
+            self.state[key] = value
         return [ag.StateDeltaEvent.model_validate({"delta": ops})] if ops else []
 
     def close(self, error: BaseException | None = None) -> list[ag.BaseEvent]:
@@ -195,6 +211,11 @@ class AGUITranscoder:
             return [*out, ag.RunFinishedEvent(**ids, outcome=cancelled)]
         success = ag.RunFinishedSuccessOutcome(type="success")
         return [*out, ag.RunFinishedEvent(**ids, result=finish.final_text, outcome=success)]
+
+
+def _pointer(token: str) -> str:
+    """One JSON Pointer reference token (RFC 6901 escaping)."""
+    return token.replace("~", "~0").replace("/", "~1")
 
 
 def _decision(entry: ag.ResumeEntry) -> Decision:

@@ -216,6 +216,13 @@ class RunHub:
         """The run's events after seq ``after``: live if buffered, else from the store."""
         run = self.live(run_id)
         if run is not None:
+            first = next((e.seq for e in run.events if e.run_id == run_id), None)
+            if first is not None and after < first - 1:
+                # A resume leg is buffered; its earlier legs are in the store's log.
+                for event in await runtime.read_events(run_id, after=after):
+                    if event.seq < first:
+                        yield event
+                after = first - 1
             async for event in run.follow(after):
                 yield event
             return
