@@ -55,6 +55,7 @@ def start_server(
         "--setup", "setup_agents:setup",
         "--store", store or f"sqlite:///{tmp / f'awaken-{port}.db'}",
         "--port", str(port),
+        "--publishers", "alice",
         *extra,
     ]  # fmt: skip
     with log.open("wb") as out:

@@ -138,3 +138,55 @@ def test_cli_refuses_unsafe_or_broken_options(
     done = _serve(*args, keys=keys)
     assert done.returncode == 2
     assert message in done.stderr
+
+
+def test_serve_is_a_subcommand_of_awaken(capsys: pytest.CaptureFixture[str]) -> None:
+    from awaken_runtime._cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["serve", "--help"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    assert "--agents" in out and "--no-auth" in out
+
+
+@pytest.fixture(scope="module")
+def cors(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    served = start_server(tmp_path_factory.mktemp("cors"), "--cors-origin", "https://app.example")
+    yield served
+    stop_server(served)
+
+
+def _preflight(url: str, origin: str) -> httpx.Response:
+    return httpx.options(
+        f"{url}/v1/agents/assistant/chat",
+        headers={
+            "Origin": origin,
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "authorization,content-type",
+        },
+    )
+
+
+def test_cors_is_off_by_default(server: Served) -> None:
+    r = _preflight(server.url, "https://app.example")
+    assert "access-control-allow-origin" not in r.headers
+    got = httpx.get(
+        f"{server.url}/v1/agents",
+        headers={"Origin": "https://app.example", "Authorization": f"Bearer {ALICE}"},
+    )
+    assert "access-control-allow-origin" not in got.headers
+
+
+def test_cors_allows_only_the_configured_origin(cors: Served) -> None:
+    ok = _preflight(cors.url, "https://app.example")
+    assert ok.status_code == 200
+    assert ok.headers["access-control-allow-origin"] == "https://app.example"
+    assert "authorization" in ok.headers["access-control-allow-headers"].lower()
+    other = _preflight(cors.url, "https://evil.example")
+    assert other.headers.get("access-control-allow-origin") != "https://evil.example"
+    got = httpx.get(
+        f"{cors.url}/v1/agents",
+        headers={"Origin": "https://app.example", "Authorization": f"Bearer {ALICE}"},
+    )
+    assert got.headers["access-control-allow-origin"] == "https://app.example"

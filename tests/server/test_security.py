@@ -85,6 +85,16 @@ def test_another_profiles_thread_is_404_and_untouched(server: Served) -> None:
         assert r.json()["final_text"].startswith("Result: deleted")
 
 
+def test_only_publishers_publish_or_roll_back(server: Served) -> None:
+    with server.client(BOB) as bob, server.client(ALICE) as alice:
+        before = alice.get("/v1/agents").json()
+        config = {"id": "assistant", "model_binding": "echo-model"}
+        _problem(bob.post("/v1/agents", json={"config": config}), 403)
+        _problem(bob.post("/v1/agents/assistant/rollback", json={"version": 1}), 403)
+        assert alice.get("/v1/agents").json() == before
+        assert alice.get("/v1/agents/assistant/versions").json()["versions"] == []
+
+
 def test_ticket_of_another_run_is_refused(server: Served) -> None:
     with server.client(ALICE) as alice:
         _, run_a, ticket_a = _waiting_run(alice)

@@ -44,6 +44,9 @@ class ServerConfig:
     max_runs_per_key: int = 8
     cors_origins: Sequence[str] = field(default_factory=list)
     """Allowed CORS origins; empty: CORS off."""
+    publishers: frozenset[str] = frozenset()
+    """Profiles allowed to publish and roll back agent configs (they change every profile's
+    agents); empty: nobody, the agent files are all there is."""
     close_store: bool = True
 
 
@@ -145,4 +148,5 @@ def create_app(config: ServerConfig) -> Starlette:
         exception_handlers={Problem: handle_problem, HTTPException: _http_error},
     )
     app.state.max_body = config.max_body
+    app.state.publishers = config.publishers
     return app

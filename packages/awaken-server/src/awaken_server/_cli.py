@@ -44,6 +44,11 @@ def _options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cors-origin", action="append", default=[], help="allow this origin (repeatable)"
     )
+    parser.add_argument(
+        "--publishers",
+        default="",
+        help="comma list of profiles that may publish agent configs (default: none)",
+    )
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -92,6 +97,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         max_body=args.max_body,
         max_runs_per_key=args.max_runs_per_key,
         cors_origins=args.cors_origin,
+        publishers=frozenset(p.strip() for p in args.publishers.split(",") if p.strip()),
     )
     uvicorn.run(
         create_app(config),

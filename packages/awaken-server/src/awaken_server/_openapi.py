@@ -118,7 +118,11 @@ def openapi_document(server_url: str) -> dict[str, Any]:
         },
         "/v1/agents/{agent_id}/rollback": {
             "post": _op(
-                "Roll back to a version", body=Rollback, ok=201, params=agent, errors=(404, 409)
+                "Roll back to a version",
+                body=Rollback,
+                ok=201,
+                params=agent,
+                errors=(403, 404, 409),
             )
         },
         "/v1/agents/{agent_id}/chat": {

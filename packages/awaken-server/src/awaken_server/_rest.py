@@ -78,7 +78,19 @@ async def list_agents(request: Request) -> Response:
     return JSONResponse({"agents": agents})
 
 
+def _may_publish(request: Request) -> None:
+    if caller(request).profile_id not in request.app.state.publishers:
+        raise Problem(
+            403,
+            "forbidden",
+            "this key's profile may not publish agent configs (they change every profile's agents)",
+            field="header:Authorization",
+            fix="use a key of a profile the server lists in --publishers",
+        )
+
+
 async def publish_agent(request: Request) -> Response:
+    _may_publish(request)
     body = await read_body(request, PublishConfig)
     service = _service(request)
     try:
@@ -106,6 +118,7 @@ async def agent_versions(request: Request) -> Response:
 
 async def rollback_agent(request: Request) -> Response:
     agent_id = request.path_params["agent_id"]
+    _may_publish(request)
     body = await read_body(request, Rollback)
     service = _service(request)
     service.agent(agent_id)
