@@ -1,34 +1,20 @@
-"""AI SDK v6 UI message stream: a transcoder over AgentEvents, and its chat endpoint.
+"""AI SDK v6 UI message stream: the transcoder from AgentEvents to its chunks.
 
-``POST /v1/agents/{agent_id}/chat`` takes what ``DefaultChatTransport`` sends
-(``{id, messages, trigger, messageId}``); the chat id names the thread (per
-profile). A suspended call becomes ``tool-approval-request`` (approval id = the
-ticket id); the client's next POST carries the ``approval-responded`` part,
-which becomes ``Approve``/``Deny`` on that ticket, continuing the same message.
+A suspended call becomes ``tool-approval-request`` (approval id = the ticket
+id); tool chunks carry ``dynamic: true`` (the client knows no tools statically).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator
 from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from sse_starlette import ServerSentEvent
-from starlette.requests import Request
-from starlette.responses import Response
-from starlette.routing import BaseRoute, Route
 
 from awaken_runtime import (
     AgentEvent,
-    Approve,
     Cancelled,
-    Decision,
-    Deny,
     Error,
     MaxSteps,
-    Message,
     NaturalEnd,
     Phase,
     RunFinish,
@@ -39,14 +25,7 @@ from awaken_runtime import (
     ToolCallReady,
 )
 
-from ._http import caller, read_json, sse
-from ._hub import LiveRun
-from ._problems import Problem, validation_problem
-from ._service import Service, external_thread_id, new_id
-
-__all__ = ["UIMessageStreamTranscoder", "aisdk_routes"]
-
-HEADER = {"x-vercel-ai-ui-message-stream": "v1"}
+__all__ = ["UIMessageStreamTranscoder"]
 
 
 class UIMessageStreamTranscoder:
@@ -197,125 +176,3 @@ class UIMessageStreamTranscoder:
         if isinstance(cause, NaturalEnd):
             reason = "stop"
         return [*out, {"type": "finish", "finishReason": reason}]
-
-
-class _ChatBody(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    id: str = Field(min_length=1, max_length=200)
-    messages: list[dict[str, Any]] = Field(min_length=1, max_length=10_000)
-    trigger: str = "submit-message"
-    messageId: str | None = None
-
-
-def _text_of(message: dict[str, Any]) -> str:
-    parts = message.get("parts") or []
-    return "".join(
-        p.get("text", "") for p in parts if isinstance(p, dict) and p.get("type") == "text"
-    )
-
-
-def _approvals(message: dict[str, Any]) -> list[tuple[str, str, Decision]]:
-    """``(approval id, tool call id, decision)`` of each ``approval-responded`` part."""
-    out: list[tuple[str, str, Decision]] = []
-    for part in message.get("parts") or []:
-        if not isinstance(part, dict) or part.get("state") != "approval-responded":
-            continue
-        approval = part.get("approval") or {}
-        if not isinstance(approval, dict) or not isinstance(approval.get("id"), str):
-            raise Problem(
-                422,
-                "invalid-request",
-                "an approval-responded part has no approval.id",
-                field="/messages/-1/parts",
-                fix="send the part the AI SDK built from addToolApprovalResponse",
-            )
-        if approval.get("approved") is True:
-            decision: Decision = Approve(by="ai-sdk")
-        else:
-            decision = Deny(reason=str(approval.get("reason") or "denied by the user"), by="ai-sdk")
-        out.append((approval["id"], str(part.get("toolCallId", "")), decision))
-    return out
-
-
-async def _chunks(run: LiveRun, coder: UIMessageStreamTranscoder) -> AsyncIterator[ServerSentEvent]:
-    for chunk in coder.start():
-        yield ServerSentEvent(data=json.dumps(chunk))
-    async for event in run.follow(0):
-        for chunk in coder.feed(event):
-            yield ServerSentEvent(data=json.dumps(chunk))
-    for chunk in coder.close(run.error):
-        yield ServerSentEvent(data=json.dumps(chunk))
-    yield ServerSentEvent(data="[DONE]")
-
-
-async def chat(request: Request) -> Response:
-    agent_id = request.path_params["agent_id"]
-    service: Service = request.app.state.service
-    principal = caller(request)
-    service.agent(agent_id)
-    try:
-        body = _ChatBody.model_validate(await read_json(request))
-    except ValidationError as exc:
-        raise validation_problem(exc) from None
-    if body.trigger != "submit-message":
-        raise Problem(
-            422,
-            "unsupported-trigger",
-            f"trigger {body.trigger!r} is not supported",
-            field="/trigger",
-            fix="send trigger 'submit-message'",
-        )
-    thread_id = external_thread_id(principal.profile_id, body.id)
-    await service.ensure_thread(thread_id, principal, agent_id)
-    last = body.messages[-1]
-    if last.get("role") == "assistant":
-        answers = _approvals(last)
-        if not answers:
-            raise Problem(
-                422,
-                "invalid-request",
-                "the last message is an assistant message without approval responses",
-                field="/messages/-1",
-                fix="end messages with a user message, or answer the tool approval requests",
-            )
-        pending = {t.ticket_id: t for t in await service.pending(thread_id, principal.profile_id)}
-        first = pending.get(answers[0][0])
-        if first is None:
-            raise Problem(
-                409,
-                "ticket-not-pending",
-                f"approval {answers[0][0]!r} is not pending in this chat",
-                field="/messages/-1/parts",
-                fix="start a new message; the approval was already answered",
-            )
-        denied = {call for _, call, d in answers if isinstance(d, Deny)}
-        run = await service.resume(principal, first.run_id, [(a, d) for a, _, d in answers])
-        coder = UIMessageStreamTranscoder(str(last.get("id") or new_id("msg_")), denied)
-    elif last.get("role") == "user":
-        text = _text_of(last)
-        if not text:
-            raise Problem(
-                422,
-                "invalid-request",
-                "the last user message has no text part",
-                field="/messages/-1/parts",
-                fix="send a text part",
-            )
-        run = await service.start_run(
-            principal, agent_id=agent_id, thread_id=thread_id, messages=[Message.user(text)]
-        )
-        coder = UIMessageStreamTranscoder(new_id("msg_"))
-    else:
-        raise Problem(
-            422,
-            "invalid-request",
-            "the last message must be a user message or approval responses",
-            field="/messages/-1/role",
-            fix="send role 'user'",
-        )
-    return sse(_chunks(run, coder), headers=HEADER)
-
-
-def aisdk_routes() -> list[BaseRoute]:
-    """The AI SDK endpoint."""
-    return [Route("/v1/agents/{agent_id}/chat", chat, methods=["POST"])]

@@ -97,8 +97,8 @@ async def _openapi(request: Request) -> Response:
 
 def create_app(config: ServerConfig) -> Starlette:
     """The server as an ASGI app (run it with uvicorn, or mount it in another app)."""
-    from ._agui import agui_routes
-    from ._aisdk import aisdk_routes
+    from ._agui_run import agui_routes
+    from ._aisdk_chat import aisdk_routes
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -15,9 +15,10 @@ from awaken_runtime.stores import ConfigNotFound
 
 from ._http import caller, last_event_id, read_body, sse
 from ._hub import LiveRun
+from ._ids import new_id
 from ._problems import Problem
 from ._schemas import CreateThread, PublishConfig, ResumeBody, Rollback, StartRun
-from ._service import Service, new_id
+from ._service import Service
 
 __all__ = ["rest_routes"]
 

@@ -21,18 +21,12 @@ from awaken_runtime import (
 
 from ._agents import AgentCatalog
 from ._hub import LiveRun, RunHub
+from ._ids import new_id
 from ._keys import Principal
 from ._owners import Owners
 from ._problems import Problem
 
-__all__ = ["Service", "external_thread_id", "new_id"]
-
-
-def new_id(prefix: str) -> str:
-    """A random id (the runtime's format)."""
-    import secrets
-
-    return f"{prefix}{secrets.token_hex(12)}"
+__all__ = ["Service", "external_thread_id"]
 
 
 def external_thread_id(profile_id: str, client_id: str) -> str:
