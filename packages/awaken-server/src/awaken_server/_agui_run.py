@@ -11,7 +11,6 @@ from collections.abc import AsyncIterator
 
 from ag_ui import core as ag
 from ag_ui.encoder import EventEncoder
-from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
@@ -19,9 +18,9 @@ from starlette.routing import BaseRoute, Route
 from awaken_runtime import Approve, Decision, Deny, Message
 
 from ._agui import AGUITranscoder
-from ._http import caller, read_json
+from ._http import caller, read_body
 from ._hub import LiveRun
-from ._problems import Problem, validation_problem
+from ._problems import Problem
 from ._service import Service, external_thread_id
 
 __all__ = ["agui_routes"]
@@ -52,10 +51,7 @@ async def run_agent(request: Request) -> Response:
     service: Service = request.app.state.service
     principal = caller(request)
     service.agent(agent_id)
-    try:
-        body = ag.RunAgentInput.model_validate(await read_json(request))
-    except ValidationError as exc:
-        raise validation_problem(exc) from None
+    body = await read_body(request, ag.RunAgentInput)
     thread_id = external_thread_id(principal.profile_id, body.thread_id)
     await service.ensure_thread(thread_id, principal, agent_id)
     snap = await service.snapshot(thread_id, principal.profile_id)

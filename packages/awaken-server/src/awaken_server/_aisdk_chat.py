@@ -13,7 +13,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 from sse_starlette import ServerSentEvent
 from starlette.requests import Request
 from starlette.responses import Response
@@ -22,10 +22,10 @@ from starlette.routing import BaseRoute, Route
 from awaken_runtime import Approve, Decision, Deny, Message
 
 from ._aisdk import UIMessageStreamTranscoder
-from ._http import caller, read_json, sse
+from ._http import caller, read_body, sse
 from ._hub import LiveRun
 from ._ids import new_id
-from ._problems import Problem, validation_problem
+from ._problems import Problem
 from ._service import Service, external_thread_id
 
 __all__ = ["aisdk_routes"]
@@ -87,10 +87,7 @@ async def chat(request: Request) -> Response:
     service: Service = request.app.state.service
     principal = caller(request)
     service.agent(agent_id)
-    try:
-        body = _ChatBody.model_validate(await read_json(request))
-    except ValidationError as exc:
-        raise validation_problem(exc) from None
+    body = await read_body(request, _ChatBody)
     if body.trigger != "submit-message":
         raise Problem(
             422,
