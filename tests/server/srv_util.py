@@ -38,7 +38,11 @@ def free_port() -> int:
 
 
 def start_server(
-    tmp: Path, *extra: str, keys: str | None = None, store: str | None = None
+    tmp: Path,
+    *extra: str,
+    keys: str | None = None,
+    store: str | None = None,
+    agents: Path = HERE / "agents",
 ) -> Served:
     """Start ``awaken serve`` and wait until it answers (a new SQLite file unless ``store``)."""
     port = free_port()
@@ -51,7 +55,7 @@ def start_server(
     log = tmp / f"server-{port}.log"
     cmd = [
         sys.executable, "-m", "awaken_server",
-        "--agents", str(HERE / "agents"),
+        "--agents", str(agents),
         "--setup", "setup_agents:setup",
         "--store", store or f"sqlite:///{tmp / f'awaken-{port}.db'}",
         "--port", str(port),

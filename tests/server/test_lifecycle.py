@@ -190,3 +190,15 @@ def test_cors_allows_only_the_configured_origin(cors: Served) -> None:
         headers={"Origin": "https://app.example", "Authorization": f"Bearer {ALICE}"},
     )
     assert got.headers["access-control-allow-origin"] == "https://app.example"
+
+
+def test_litellm_is_warmed_up_before_the_first_request(tmp_path: Path) -> None:
+    served = start_server(tmp_path, agents=HERE / "agents_litellm")
+    try:
+        assert httpx.get(f"{served.url}/healthz").json() == {"status": "ok", "warmed": ["litellm"]}
+    finally:
+        stop_server(served)
+
+
+def test_no_warm_up_without_a_provider_that_needs_it(server: Served) -> None:
+    assert httpx.get(f"{server.url}/healthz").json() == {"status": "ok", "warmed": []}

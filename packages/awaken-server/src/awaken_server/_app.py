@@ -24,6 +24,7 @@ from ._owners import Owners
 from ._problems import Problem, handle_problem, problem_response
 from ._rest import rest_routes
 from ._service import Service
+from ._warmup import warm_up
 
 __all__ = ["ServerConfig", "create_app"]
 
@@ -85,8 +86,8 @@ async def _index(_request: Request) -> Response:
     return FileResponse(STATIC / "index.html", media_type="text/html")
 
 
-async def _health(_request: Request) -> Response:
-    return JSONResponse({"status": "ok"})
+async def _health(request: Request) -> Response:
+    return JSONResponse({"status": "ok", "warmed": request.app.state.warmed})
 
 
 async def _openapi(request: Request) -> Response:
@@ -113,6 +114,7 @@ def create_app(config: ServerConfig) -> Starlette:
             runtime=config.catalog.build(config.store),
         )
         app.state.service = service
+        app.state.warmed = await warm_up(config.catalog)
         try:
             yield
         finally:
