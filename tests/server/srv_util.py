@@ -16,6 +16,8 @@ HERE = Path(__file__).parent
 """The server tests' folder (agent files, the --setup module)."""
 ALICE = "alice-key-0123456789abcdef"
 BOB = "bob-key-0123456789abcdef00"
+CAROL = "carol-key-0123456789abcdef0"
+"""A profile whose remembered approvals no other test depends on."""
 
 
 @dataclass
@@ -49,7 +51,9 @@ def start_server(
     env = {
         **os.environ,
         "PYTHONPATH": f"{HERE}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
-        "AWAKEN_SERVER_KEYS": keys if keys is not None else f"{ALICE}:alice,{BOB}:bob",
+        "AWAKEN_SERVER_KEYS": keys
+        if keys is not None
+        else f"{ALICE}:alice,{BOB}:bob,{CAROL}:carol",
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
     }
     log = tmp / f"server-{port}.log"

@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 import pytest
-from srv_util import ALICE, BOB, Served
+from srv_util import ALICE, BOB, CAROL, Served
 
 
 def _problem(r: httpx.Response, status: int) -> dict[str, Any]:
@@ -203,3 +203,25 @@ def test_unknown_path_and_method_are_problems(server: Served) -> None:
     with server.client() as c:
         _problem(c.get("/v1/nothing"), 404)
         _problem(c.delete("/v1/threads"), 405)
+
+
+def test_runs_use_the_keys_profile_scope(server: Served) -> None:
+    """An approval remembered for carol's profile applies to her threads only."""
+    with server.client(CAROL) as carol, server.client(BOB) as bob:
+        _, run_id, ticket = _waiting_run(carol)
+        remember = {"kind": "approve", "remember": "profile"}
+        r = carol.post(
+            f"/v1/runs/{run_id}/resume",
+            json={"decisions": [{"ticket_id": ticket, "decision": remember}]},
+        )
+        assert r.json()["phase"] == "ended"
+        # Carol, new thread: the same call is not asked again.
+        tid = carol.post("/v1/threads", json={}).json()["thread_id"]
+        again = carol.post(
+            f"/v1/threads/{tid}/runs", json={"agent_id": "assistant", "input": "delete"}
+        )
+        assert again.json()["phase"] == "ended"
+        assert again.json()["final_text"] == "Result: deleted /tmp/x.txt. All done."
+        # Bob's profile remembers nothing: he is asked.
+        _, _, bob_ticket = _waiting_run(bob)
+        assert bob_ticket
