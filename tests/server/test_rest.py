@@ -96,6 +96,8 @@ def test_approval_round_trip_and_cancel_of_waiting_run(server: Served) -> None:
         done = [e for e in events if e["type"] == "tool_call_done"]
         assert done[0]["output"] == "deleted /tmp/x.txt"
         assert events[-1]["final_text"] == "Result: deleted /tmp/x.txt. All done."
+        audit = c.get(f"/v1/threads/{tid}").json()["state"]["permissions.audit"]
+        assert [e["by"] for e in audit.values()] == ["profile:alice"], "the caller, not the body"
         # A second answer to the same ticket is refused.
         r = c.post(
             f"/v1/runs/{waiting['run_id']}/resume",

@@ -121,6 +121,7 @@ class RunHub:
                 del self._live[run_id]
 
     def _admit(self, key_id: str) -> None:
+        self._forget_old()
         if self._closing:
             raise Problem(
                 503, "shutting-down", "the server is shutting down", fix="retry on another server"

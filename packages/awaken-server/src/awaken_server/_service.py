@@ -155,6 +155,9 @@ class Service:
                     field=f"/decisions/{n}/ticket_id",
                     fix="GET /v1/runs/{run_id} lists the pending tickets",
                 )
+            if "by" in type(decision).model_fields:
+                # Audit trails name the caller's profile, never what the body claims.
+                decision = decision.model_copy(update={"by": f"profile:{principal.profile_id}"})
             pairs.append((ticket, decision))
         return await self.hub.resume(
             self.runtime,
