@@ -8,6 +8,7 @@ from typing import Any
 import httpx
 import pytest
 from srv_util import ALICE, BOB, CAROL, Served
+from sse_util import sse_events
 
 
 def _problem(r: httpx.Response, status: int) -> dict[str, Any]:
@@ -225,3 +226,43 @@ def test_runs_use_the_keys_profile_scope(server: Served) -> None:
         # Bob's profile remembers nothing: he is asked.
         _, _, bob_ticket = _waiting_run(bob)
         assert bob_ticket
+
+
+def _chat(c: httpx.Client, chat_id: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    body = {"id": chat_id, "messages": messages, "trigger": "submit-message"}
+    with c.stream("POST", "/v1/agents/assistant/chat", json=body) as r:
+        assert r.status_code == 200, r.read()
+        return [json.loads(d) for _, _, d in sse_events(r) if d != "[DONE]"]
+
+
+def test_chat_ids_are_per_profile_and_approvals_cannot_cross(server: Served) -> None:
+    with server.client(ALICE) as alice, server.client(BOB) as bob:
+        user = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "delete it"}]}
+        chunks = _chat(alice, "shared-chat-id", [user])
+        request = next(c for c in chunks if c["type"] == "tool-approval-request")
+        # Bob answers Alice's approval id on the same chat id: his chat has no such ticket.
+        answered = {
+            "id": "a1",
+            "role": "assistant",
+            "parts": [
+                {
+                    "type": "dynamic-tool",
+                    "toolName": "delete_file",
+                    "toolCallId": request["toolCallId"],
+                    "state": "approval-responded",
+                    "input": {},
+                    "approval": {"id": request["approvalId"], "approved": True},
+                }
+            ],
+        }
+        body = {"id": "shared-chat-id", "messages": [user, answered], "trigger": "submit-message"}
+        r = bob.post("/v1/agents/assistant/chat", json=body)
+        assert _problem(r, 409)["title"] == "ticket not pending"
+        # Bob's message on that chat id starts his own thread; Alice's ticket still waits.
+        mine = _chat(bob, "shared-chat-id", [{**user, "parts": [{"type": "text", "text": "hi"}]}])
+        assert "".join(c.get("delta", "") for c in mine) == "Hello! You said: hi"
+        threads = alice.get("/v1/threads").json()["threads"]
+        pending = [
+            alice.get(f"/v1/threads/{t['thread_id']}").json()["pending_tickets"] for t in threads
+        ]
+        assert any(p and p[0]["ticket_id"] == request["approvalId"] for p in pending)

@@ -30,9 +30,9 @@ def _decision(entry: ag.ResumeEntry) -> Decision:
     if entry.status == "resolved":
         payload = entry.payload if isinstance(entry.payload, dict) else {}
         if payload.get("approved") is False:
-            return Deny(reason=str(payload.get("reason") or "denied by the user"), by="ag-ui")
-        return Approve(by="ag-ui")
-    return Deny(reason="cancelled by the user", by="ag-ui")
+            return Deny(reason=str(payload.get("reason") or "denied by the user"))
+        return Approve()
+    return Deny(reason="cancelled by the user")
 
 
 async def _stream(run: LiveRun, coder: AGUITranscoder, accept: str) -> AsyncIterator[str]:

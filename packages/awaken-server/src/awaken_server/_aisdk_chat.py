@@ -64,9 +64,9 @@ def _approvals(message: dict[str, Any]) -> list[tuple[str, str, Decision]]:
                 fix="send the part the AI SDK built from addToolApprovalResponse",
             )
         if approval.get("approved") is True:
-            decision: Decision = Approve(by="ai-sdk")
+            decision: Decision = Approve()
         else:
-            decision = Deny(reason=str(approval.get("reason") or "denied by the user"), by="ai-sdk")
+            decision = Deny(reason=str(approval.get("reason") or "denied by the user"))
         out.append((approval["id"], str(part.get("toolCallId", "")), decision))
     return out
 
