@@ -15,6 +15,8 @@ Reported per C:
   events), next to ``Runtime.stream`` in-process on the same agent and store
   kind (this process's CPU per event for C concurrent ``runtime.stream`` runs);
   the ratio is the cost of HTTP, SSE and JSON;
+- the client's own CPU per event (it shares the machine: at high C it is part of
+  what bounds time to first event);
 - a check that every stream's ids are 1..N with RunFinish last (nothing lost,
   nothing repeated).
 
@@ -141,11 +143,12 @@ async def _level(url: str, pid: int, c: int) -> dict[str, Any]:
         rounds = max(1, 100 // c)
         threads = await _threads(client, c * rounds)
         runs: list[dict[str, Any]] = []
-        cpu0, t0 = _cpu_s(pid), time.perf_counter()
+        cpu0, t0, client0 = _cpu_s(pid), time.perf_counter(), time.process_time()
         for k in range(rounds):
             batch = threads[k * c : (k + 1) * c]
             runs += await asyncio.gather(*(_one_stream(client, t, "bench") for t in batch))
         wall, cpu = time.perf_counter() - t0, _cpu_s(pid) - cpu0
+        client_cpu = time.process_time() - client0
     ttfe = sorted(r["ttfe_ms"] for r in runs)
     events = sum(r["events"] for r in runs)
     return {
@@ -156,6 +159,8 @@ async def _level(url: str, pid: int, c: int) -> dict[str, Any]:
         "events": events,
         "events_per_s": events / wall,
         "server_cpu_us_per_event": cpu / events * 1e6,
+        # The client shares the 2 cores: at high C its own CPU bounds the figures too.
+        "client_cpu_us_per_event": client_cpu / events * 1e6,
         "all_contiguous": all(r["contiguous"] for r in runs),
         "wall_s": wall,
     }
@@ -210,7 +215,7 @@ async def _in_process(c: int, tmp: Path) -> dict[str, Any]:
 def _table(levels: list[dict[str, Any]], rss: list[dict[str, Any]]) -> str:
     head = (
         f"{'C':>5} {'ttfe p50':>9} {'ttfe p99':>9} {'events/s':>9} {'srv us/ev':>10} "
-        f"{'inproc us/ev':>13} {'ratio':>6} {'seq ok':>7}"
+        f"{'inproc us/ev':>13} {'ratio':>6} {'client us/ev':>13} {'seq ok':>7}"
     )
     rows = [head, "-" * len(head)]
     for lv in levels:
@@ -218,6 +223,7 @@ def _table(levels: list[dict[str, Any]], rss: list[dict[str, Any]]) -> str:
             f"{lv['concurrency']:>5} {lv['ttfe_p50_ms']:>7.1f}ms {lv['ttfe_p99_ms']:>7.1f}ms "
             f"{lv['events_per_s']:>9.0f} {lv['server_cpu_us_per_event']:>10.1f} "
             f"{lv['inproc_cpu_us_per_event']:>13.1f} {lv['cpu_ratio']:>6.1f} "
+            f"{lv['client_cpu_us_per_event']:>13.1f} "
             f"{'yes' if lv['all_contiguous'] else 'NO':>7}"
         )
     rows.append("")
