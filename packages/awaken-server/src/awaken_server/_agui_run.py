@@ -47,6 +47,7 @@ async def _stream(run: LiveRun, coder: AGUITranscoder, accept: str) -> AsyncIter
 
 
 async def run_agent(request: Request) -> Response:
+    """POST /v1/agents/{agent_id}/ag-ui: a RunAgentInput, as AG-UI events."""
     agent_id = request.path_params["agent_id"]
     service: Service = request.app.state.service
     principal = caller(request)

@@ -83,6 +83,7 @@ async def _chunks(run: LiveRun, coder: UIMessageStreamTranscoder) -> AsyncIterat
 
 
 async def chat(request: Request) -> Response:
+    """POST /v1/agents/{agent_id}/chat: a user message or approvals, as a UI message stream."""
     agent_id = request.path_params["agent_id"]
     service: Service = request.app.state.service
     principal = caller(request)

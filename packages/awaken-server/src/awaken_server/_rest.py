@@ -71,6 +71,7 @@ def _version_json(version: Any) -> dict[str, Any]:
 
 
 async def list_agents(request: Request) -> Response:
+    """GET /v1/agents: the agents and the config version each runs with."""
     service = _service(request)
     agents = [
         {"id": agent_id, "config_version": service.catalog.version_of(agent_id)}
@@ -91,6 +92,7 @@ def _may_publish(request: Request) -> None:
 
 
 async def publish_agent(request: Request) -> Response:
+    """POST /v1/agents: publish a config version (publishers only)."""
     _may_publish(request)
     body = await read_body(request, PublishConfig)
     service = _service(request)
@@ -110,6 +112,7 @@ async def publish_agent(request: Request) -> Response:
 
 
 async def agent_versions(request: Request) -> Response:
+    """GET /v1/agents/{agent_id}/versions: the agent's config history."""
     agent_id = request.path_params["agent_id"]
     service = _service(request)
     service.agent(agent_id)
@@ -118,6 +121,7 @@ async def agent_versions(request: Request) -> Response:
 
 
 async def rollback_agent(request: Request) -> Response:
+    """POST /v1/agents/{agent_id}/rollback: republish an older version."""
     agent_id = request.path_params["agent_id"]
     _may_publish(request)
     body = await read_body(request, Rollback)
@@ -141,6 +145,7 @@ async def rollback_agent(request: Request) -> Response:
 
 
 async def create_thread(request: Request) -> Response:
+    """POST /v1/threads: a new thread of the caller."""
     body = await read_body(request, CreateThread)
     service = _service(request)
     if body.agent_id is not None:
@@ -151,6 +156,7 @@ async def create_thread(request: Request) -> Response:
 
 
 async def list_threads(request: Request) -> Response:
+    """GET /v1/threads: the caller's threads."""
     service = _service(request)
     threads = [
         {"thread_id": tid, "agent_id": rec["agent_id"], "created_at": rec["created_at"]}
@@ -160,6 +166,7 @@ async def list_threads(request: Request) -> Response:
 
 
 async def read_thread(request: Request) -> Response:
+    """GET /v1/threads/{thread_id}: messages, thread state, pending tickets, runs."""
     thread_id = request.path_params["thread_id"]
     service = _service(request)
     principal = caller(request)
@@ -181,6 +188,7 @@ async def read_thread(request: Request) -> Response:
 
 
 async def start_run(request: Request) -> Response:
+    """POST /v1/threads/{thread_id}/runs: run an agent (JSON result or SSE)."""
     thread_id = request.path_params["thread_id"]
     service = _service(request)
     principal = caller(request)
@@ -197,6 +205,7 @@ async def start_run(request: Request) -> Response:
 
 
 async def read_run(request: Request) -> Response:
+    """GET /v1/runs/{run_id}: the run's record, config version and pending tickets."""
     run_id = request.path_params["run_id"]
     service = _service(request)
     principal = caller(request)
@@ -222,6 +231,7 @@ async def read_run(request: Request) -> Response:
 
 
 async def run_events(request: Request) -> Response:
+    """GET /v1/runs/{run_id}/events: the run's events as SSE after Last-Event-ID."""
     run_id = request.path_params["run_id"]
     service = _service(request)
     service.check_run(run_id, caller(request))
@@ -230,6 +240,7 @@ async def run_events(request: Request) -> Response:
 
 
 async def resume_run(request: Request) -> Response:
+    """POST /v1/runs/{run_id}/resume: answer pending tickets."""
     run_id = request.path_params["run_id"]
     service = _service(request)
     principal = caller(request)
@@ -242,6 +253,7 @@ async def resume_run(request: Request) -> Response:
 
 
 async def cancel_run(request: Request) -> Response:
+    """POST /v1/runs/{run_id}/cancel: stop a live run or end a waiting one."""
     run_id = request.path_params["run_id"]
     service = _service(request)
     outcome = await service.cancel(caller(request), run_id)
