@@ -140,14 +140,13 @@ def test_cli_refuses_unsafe_or_broken_options(
     assert message in done.stderr
 
 
-def test_serve_is_a_subcommand_of_awaken(capsys: pytest.CaptureFixture[str]) -> None:
-    from awaken_runtime._cli import main
-
-    with pytest.raises(SystemExit) as exit_:
-        main(["serve", "--help"])
-    assert exit_.value.code == 0
-    out = capsys.readouterr().out
-    assert "--agents" in out and "--no-auth" in out
+def test_serve_is_a_subcommand_of_awaken() -> None:
+    awaken = Path(sys.executable).with_name("awaken")  # the runtime's console script
+    done = subprocess.run(
+        [str(awaken), "serve", "--help"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert "--agents" in done.stdout and "--no-auth" in done.stdout
 
 
 @pytest.fixture(scope="module")
