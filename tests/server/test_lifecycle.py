@@ -201,3 +201,23 @@ def test_litellm_is_warmed_up_before_the_first_request(tmp_path: Path) -> None:
 
 def test_no_warm_up_without_a_provider_that_needs_it(server: Served) -> None:
     assert httpx.get(f"{server.url}/healthz").json() == {"status": "ok", "warmed": []}
+
+
+def test_two_servers_on_one_store_share_owners(tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 'shared.db'}"
+    first = start_server(tmp_path, store=store)
+    second = start_server(tmp_path, store=store)
+    try:
+        with first.client(ALICE) as a1, second.client(ALICE) as a2, second.client(BOB) as b2:
+            tid = _thread(a1)
+            run = a1.post(f"/v1/threads/{tid}/runs", json={"agent_id": "assistant", "input": "hi"})
+            run_id = run.json()["run_id"]
+            # The second process learns of them from the store, for the owner only.
+            assert a2.get(f"/v1/threads/{tid}").json()["runs"] == [run_id]
+            assert a2.get(f"/v1/runs/{run_id}").json()["record"]["phase"] == "ended"
+            assert tid in [t["thread_id"] for t in a2.get("/v1/threads").json()["threads"]]
+            assert b2.get(f"/v1/threads/{tid}").status_code == 404
+            assert b2.get(f"/v1/runs/{run_id}").status_code == 404
+    finally:
+        stop_server(first)
+        stop_server(second)

@@ -1,13 +1,15 @@
 """Which profile owns which thread and run, kept in the store (SHARED scope).
 
 The store's threads do not record a profile, so the server keeps its own
-records under namespaces no agent reads. They are cached in memory: an owner
-never changes once written.
+records under namespaces no agent reads. They are cached in memory (an owner
+never changes once written); a miss re-reads them, so processes sharing a store
+see each other's threads.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,6 +23,8 @@ __all__ = ["Owners", "not_found"]
 THREADS = "awaken-server.threads"
 RUNS = "awaken-server.runs"
 AGENTS = "awaken-server.published-agents"
+REFRESH_S = 1.0
+"""At most one re-read of the records per second on a cache miss."""
 
 
 def not_found(kind: str, item_id: str) -> Problem:
@@ -43,6 +47,7 @@ class Owners:
         self._runs: dict[str, dict[str, Any]] = {}
         self._published: set[str] = set()
         self._lock = asyncio.Lock()
+        self._refreshed: dict[str, float] = {}
 
     async def load(self) -> None:
         """Read every record (at start)."""
@@ -86,23 +91,40 @@ class Owners:
         """Agent ids with published configs."""
         return set(self._published)
 
-    def thread(self, thread_id: str, profile_id: str) -> dict[str, Any]:
+    async def _lookup(self, table: dict[str, dict[str, Any]], owner: str, item_id: str) -> Any:
+        record = table.get(item_id)
+        if record is None and time.monotonic() - self._refreshed.get(owner, 0.0) > REFRESH_S:
+            # Another server process on the same store may have written it; re-read the
+            # records at most once a second, so unknown ids cannot make every request read.
+            self._refreshed[owner] = time.monotonic()
+            table.update(await self._store.read_scope(Scope.SHARED, owner))
+            record = table.get(item_id)
+        return record
+
+    async def refresh(self) -> None:
+        """Re-read the thread and run records (throttled like a miss), before a listing."""
+        for table, owner in ((self._threads, THREADS), (self._runs, RUNS)):
+            if time.monotonic() - self._refreshed.get(owner, 0.0) > REFRESH_S:
+                self._refreshed[owner] = time.monotonic()
+                table.update(await self._store.read_scope(Scope.SHARED, owner))
+
+    async def thread(self, thread_id: str, profile_id: str) -> dict[str, Any]:
         """The record of a thread of ``profile_id``; 404 when absent or another's."""
-        record = self._threads.get(thread_id)
+        record = await self._lookup(self._threads, THREADS, thread_id)
         if record is None or record["profile_id"] != profile_id:
             raise not_found("thread", thread_id)
-        return record
+        return dict(record)
 
-    def has_thread(self, thread_id: str) -> bool:
+    async def has_thread(self, thread_id: str) -> bool:
         """Whether any profile owns ``thread_id``."""
-        return thread_id in self._threads
+        return await self._lookup(self._threads, THREADS, thread_id) is not None
 
-    def run(self, run_id: str, profile_id: str) -> dict[str, Any]:
+    async def run(self, run_id: str, profile_id: str) -> dict[str, Any]:
         """The record of a run of ``profile_id``; 404 when absent or another's."""
-        record = self._runs.get(run_id)
+        record = await self._lookup(self._runs, RUNS, run_id)
         if record is None or record["profile_id"] != profile_id:
             raise not_found("run", run_id)
-        return record
+        return dict(record)
 
     def threads_of(self, profile_id: str) -> list[tuple[str, dict[str, Any]]]:
         """A profile's threads, sorted by id."""

@@ -158,6 +158,7 @@ async def create_thread(request: Request) -> Response:
 async def list_threads(request: Request) -> Response:
     """GET /v1/threads: the caller's threads."""
     service = _service(request)
+    await service.owners.refresh()
     threads = [
         {"thread_id": tid, "agent_id": rec["agent_id"], "created_at": rec["created_at"]}
         for tid, rec in service.owners.threads_of(caller(request).profile_id)
@@ -170,7 +171,8 @@ async def read_thread(request: Request) -> Response:
     thread_id = request.path_params["thread_id"]
     service = _service(request)
     principal = caller(request)
-    record = service.check_thread(thread_id, principal)
+    record = await service.check_thread(thread_id, principal)
+    await service.owners.refresh()
     snap = await service.snapshot(thread_id, principal.profile_id)
     return JSONResponse(
         {
@@ -192,7 +194,7 @@ async def start_run(request: Request) -> Response:
     thread_id = request.path_params["thread_id"]
     service = _service(request)
     principal = caller(request)
-    service.check_thread(thread_id, principal)
+    await service.check_thread(thread_id, principal)
     body = await read_body(request, StartRun)
     if isinstance(body.input, str):
         messages = [Message.user(body.input)]
@@ -209,7 +211,7 @@ async def read_run(request: Request) -> Response:
     run_id = request.path_params["run_id"]
     service = _service(request)
     principal = caller(request)
-    record = service.check_run(run_id, principal)
+    record = await service.check_run(run_id, principal)
     stored = await service.store.get_run(run_id)
     tickets = [
         t.model_dump(mode="json")
@@ -234,7 +236,7 @@ async def run_events(request: Request) -> Response:
     """GET /v1/runs/{run_id}/events: the run's events as SSE after Last-Event-ID."""
     run_id = request.path_params["run_id"]
     service = _service(request)
-    service.check_run(run_id, caller(request))
+    await service.check_run(run_id, caller(request))
     after = last_event_id(request)
     return sse(_event_stream(service.hub.events(service.runtime, run_id, after), run_id))
 
@@ -244,7 +246,7 @@ async def resume_run(request: Request) -> Response:
     run_id = request.path_params["run_id"]
     service = _service(request)
     principal = caller(request)
-    service.check_run(run_id, principal)
+    await service.check_run(run_id, principal)
     body = await read_body(request, ResumeBody)
     run = await service.resume(
         principal, run_id, [(item.ticket_id, item.decision) for item in body.decisions]

@@ -94,8 +94,8 @@ class Service:
 
     async def ensure_thread(self, thread_id: str, principal: Principal, agent_id: str) -> None:
         """Create the thread for ``principal`` unless it exists (404 if it is another's)."""
-        if self.owners.has_thread(thread_id):
-            self.owners.thread(thread_id, principal.profile_id)
+        if await self.owners.has_thread(thread_id):
+            await self.owners.thread(thread_id, principal.profile_id)
             return
         await self.owners.add_thread(thread_id, principal.profile_id, agent_id)
 
@@ -110,7 +110,7 @@ class Service:
     ) -> LiveRun:
         """Start a run on a thread of ``principal`` (checked) and record it."""
         self.agent(agent_id)
-        self.owners.thread(thread_id, principal.profile_id)
+        await self.owners.thread(thread_id, principal.profile_id)
         run_id = run_id or new_id("run_")
         await self.owners.add_run(
             run_id,
@@ -141,7 +141,7 @@ class Service:
         self, principal: Principal, run_id: str, answers: list[tuple[str, Decision]]
     ) -> LiveRun:
         """Answer tickets (by id) of a waiting run of ``principal``."""
-        record = self.owners.run(run_id, principal.profile_id)
+        record = await self.owners.run(run_id, principal.profile_id)
         thread_id = record["thread_id"]
         tickets = {t.ticket_id: t for t in await self.pending(thread_id, principal.profile_id)}
         pairs: list[tuple[ResumeTicket, Decision]] = []
@@ -169,7 +169,7 @@ class Service:
 
     async def cancel(self, principal: Principal, run_id: str) -> str:
         """Cancel a live or waiting run of ``principal``; what happened, as a word."""
-        record = self.owners.run(run_id, principal.profile_id)
+        record = await self.owners.run(run_id, principal.profile_id)
         if self.hub.cancel(run_id):
             return "cancelling"
         snap = await self.snapshot(record["thread_id"], principal.profile_id)
@@ -190,10 +190,10 @@ class Service:
             str(key): value for (scope, key), value in snap.state.items() if scope is Scope.THREAD
         }
 
-    def check_run(self, run_id: str, principal: Principal) -> dict[str, Any]:
+    async def check_run(self, run_id: str, principal: Principal) -> dict[str, Any]:
         """The record of a run of ``principal`` (404 otherwise)."""
-        return self.owners.run(run_id, principal.profile_id)
+        return await self.owners.run(run_id, principal.profile_id)
 
-    def check_thread(self, thread_id: str, principal: Principal) -> dict[str, Any]:
+    async def check_thread(self, thread_id: str, principal: Principal) -> dict[str, Any]:
         """The record of a thread of ``principal`` (404 otherwise)."""
-        return self.owners.thread(thread_id, principal.profile_id)
+        return await self.owners.thread(thread_id, principal.profile_id)
