@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,7 @@ from ._warmup import warm_up
 __all__ = ["ServerConfig", "create_app"]
 
 PUBLIC_PATHS = ("/", "/openapi.json", "/healthz")
+log = logging.getLogger("awaken_server")
 STATIC = Path(__file__).parent / "static"
 
 
@@ -80,6 +82,15 @@ async def _http_error(_request: Request, exc: Exception) -> Response:
     return problem_response(
         Problem(exc.status_code, code, str(exc.detail), fix=fix, headers=headers)
     )
+
+
+async def _internal_error(request: Request, exc: Exception) -> Response:
+    # The details go to the log, not to the client.
+    log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+    problem = Problem(
+        500, "internal-error", "the server failed on this request", fix="see the server's log"
+    )
+    return problem_response(problem)
 
 
 async def _index(_request: Request) -> Response:
@@ -147,7 +158,11 @@ def create_app(config: ServerConfig) -> Starlette:
         routes=routes,
         middleware=middleware,
         lifespan=lifespan,
-        exception_handlers={Problem: handle_problem, HTTPException: _http_error},
+        exception_handlers={
+            Problem: handle_problem,
+            HTTPException: _http_error,
+            Exception: _internal_error,
+        },
     )
     app.state.max_body = config.max_body
     app.state.publishers = config.publishers
