@@ -1,0 +1,1 @@
+"""Agents: AgentConfig, stop limits, resolution to an executable snapshot (private)."""

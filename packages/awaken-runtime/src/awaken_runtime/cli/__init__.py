@@ -1,0 +1,1 @@
+"""The awaken command line, terminal approvals and the offline demo (private)."""

@@ -349,7 +349,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     resume.add_argument("--store", help="store URL (default: the one saved in the ticket file)")
     resume.set_defaults(func=_cmd_resume)
+    _installed_commands(sub)
     return parser
+
+
+def _installed_commands(sub: Any) -> None:
+    """Subcommands other distributions add (entry points ``awaken.commands``, e.g. ``serve``).
+
+    Each entry point is a function given the subparsers; one that fails to load is
+    skipped, so a broken add-on never breaks ``awaken`` itself.
+    """
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group="awaken.commands"):
+        try:
+            ep.load()(sub)
+        except Exception as exc:
+            sys.stderr.write(f"awaken: command {ep.name!r} from {ep.value} failed to load: {exc}\n")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,1 @@
+"""Delegation: the agent_run tool, the delegation service port, native children (private)."""

@@ -1,0 +1,1 @@
+"""What a run ends as: phases, end causes, failures, events, RunState (private)."""

@@ -1,0 +1,1 @@
+"""Messages and the append-only transcript (private; import from awaken_runtime)."""

@@ -1,0 +1,1 @@
+"""Runtime: run, stream, resume, sub-agents; the builder; ticket checks (private)."""

@@ -1,0 +1,1 @@
+"""Suspension: resume tickets, decisions, parked-run records (private)."""

@@ -1,0 +1,1 @@
+"""The tool contract: Tool, ToolOutput, ToolCallContext, @tool, cancellation (private)."""

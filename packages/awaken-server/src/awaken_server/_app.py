@@ -1,0 +1,169 @@
+"""The ASGI app: routes, auth, limits, CORS, lifespan."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import HTTPConnection, Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ._agents import AgentCatalog
+from ._hub import RunHub
+from ._keys import KeyRing
+from ._owners import Owners
+from ._problems import Problem, handle_problem, problem_response
+from ._rest import rest_routes
+from ._service import Service
+from ._warmup import warm_up
+
+__all__ = ["ServerConfig", "create_app"]
+
+PUBLIC_PATHS = ("/", "/openapi.json", "/healthz")
+log = logging.getLogger("awaken_server")
+STATIC = Path(__file__).parent / "static"
+
+
+@dataclass
+class ServerConfig:
+    """Everything ``create_app`` needs (``awaken serve`` fills it from its options)."""
+
+    catalog: AgentCatalog
+    store: Any
+    """A store implementing every port (``awaken_runtime.stores.open_store(url)``)."""
+    keys: KeyRing
+    max_body: int = 1_000_000
+    """Largest accepted request body, in bytes."""
+    max_runs_per_key: int = 8
+    cors_origins: Sequence[str] = field(default_factory=list)
+    """Allowed CORS origins; empty: CORS off."""
+    publishers: frozenset[str] = frozenset()
+    """Profiles allowed to publish and roll back agent configs (they change every profile's
+    agents); empty: nobody, the agent files are all there is."""
+    close_store: bool = True
+
+
+class AuthMiddleware:
+    """Authenticates every request but the public pages; the principal goes on the scope."""
+
+    def __init__(self, app: ASGIApp, keys: KeyRing) -> None:
+        self.app = app
+        self.keys = keys
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS or scope["method"] == "OPTIONS":
+            await self.app(scope, receive, send)
+            return
+        try:
+            principal = self.keys.authenticate(HTTPConnection(scope))
+        except Problem as problem:
+            await problem_response(problem)(scope, receive, send)
+            return
+        scope.setdefault("state", {})["principal"] = principal
+        await self.app(scope, receive, send)
+
+
+async def _http_error(_request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    code = {404: "not-found", 405: "method-not-allowed"}.get(exc.status_code, "http-error")
+    fix = "see /openapi.json for the endpoints and their methods"
+    # Keep Starlette's headers: a 405 must say which methods are allowed (Allow).
+    headers = dict(exc.headers or {})
+    return problem_response(
+        Problem(exc.status_code, code, str(exc.detail), fix=fix, headers=headers)
+    )
+
+
+async def _internal_error(request: Request, exc: Exception) -> Response:
+    # The details go to the log, not to the client.
+    log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+    problem = Problem(
+        500, "internal-error", "the server failed on this request", fix="see the server's log"
+    )
+    return problem_response(problem)
+
+
+async def _index(_request: Request) -> Response:
+    return FileResponse(STATIC / "index.html", media_type="text/html")
+
+
+async def _health(request: Request) -> Response:
+    return JSONResponse({"status": "ok", "warmed": request.app.state.warmed})
+
+
+async def _openapi(request: Request) -> Response:
+    from ._openapi import openapi_document
+
+    return JSONResponse(openapi_document(str(request.base_url).rstrip("/")))
+
+
+def create_app(config: ServerConfig) -> Starlette:
+    """The server as an ASGI app (run it with uvicorn, or mount it in another app)."""
+    from ._agui_run import agui_routes
+    from ._aisdk_chat import aisdk_routes
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        owners = Owners(config.store)
+        await owners.load()
+        await config.catalog.load_published(config.store, owners.published)
+        service = Service(
+            store=config.store,
+            catalog=config.catalog,
+            owners=owners,
+            hub=RunHub(max_runs_per_key=config.max_runs_per_key),
+            runtime=config.catalog.build(config.store),
+        )
+        app.state.service = service
+        app.state.warmed = await warm_up(config.catalog)
+        try:
+            yield
+        finally:
+            # In-flight runs stop at their next boundary, checkpoint, and release leases.
+            await service.hub.shutdown()
+            if config.close_store and hasattr(config.store, "close"):
+                await config.store.close()
+
+    routes: list[BaseRoute] = [
+        Route("/", _index, methods=["GET"]),
+        Route("/healthz", _health, methods=["GET"]),
+        Route("/openapi.json", _openapi, methods=["GET"]),
+        *rest_routes(),
+        *aisdk_routes(),
+        *agui_routes(),
+    ]
+    middleware = [Middleware(AuthMiddleware, keys=config.keys)]
+    if config.cors_origins:
+        middleware.insert(
+            0,
+            Middleware(
+                CORSMiddleware,
+                allow_origins=list(config.cors_origins),
+                allow_methods=["GET", "POST"],
+                allow_headers=["Authorization", "Content-Type", "Last-Event-ID"],
+                expose_headers=["x-vercel-ai-ui-message-stream"],
+            ),
+        )
+    app = Starlette(
+        routes=routes,
+        middleware=middleware,
+        lifespan=lifespan,
+        exception_handlers={
+            Problem: handle_problem,
+            HTTPException: _http_error,
+            Exception: _internal_error,
+        },
+    )
+    app.state.max_body = config.max_body
+    app.state.publishers = config.publishers
+    return app

@@ -1,0 +1,78 @@
+"""``awaken serve --setup setup_agents:setup`` for the tests: a scripted model and two tools.
+
+The model reacts to the conversation: "weather" calls ``get_weather`` (allowed),
+"delete" calls ``delete_file`` (the permissions plugin asks a human), "think"
+streams reasoning first, "slow" streams many chunks; after a tool result it
+answers with that result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+from awaken_runtime import (
+    AgentRuntimeBuilder,
+    InferenceRequest,
+    ScriptedExecutor,
+    ScriptedTurn,
+    tool,
+)
+
+
+@tool
+def get_weather(city: str) -> str:
+    """The weather of a city.
+
+    Args:
+        city: The city.
+    """
+    return f"sunny in {city}"
+
+
+@tool
+async def delete_file(path: str) -> str:
+    """Delete a file (asks for permission).
+
+    Args:
+        path: The file to delete.
+    """
+    await asyncio.sleep(0)
+    return f"deleted {path}"
+
+
+def _turn(request: InferenceRequest) -> ScriptedTurn | str:
+    last = request.messages[-1]
+    if last.role == "tool":
+        return f"Result: {last.text}. All done."
+    text = (last.text or "").lower()
+    if "weather" in text:
+        return ScriptedTurn.call("get_weather", {"city": "Paris"}, text="Let me check.")
+    if "delete" in text:
+        return ScriptedTurn.call("delete_file", {"path": "/tmp/x.txt"})
+    if "think" in text:
+        return ScriptedTurn(reasoning="Pondering the question.", text="I thought about it.")
+    if "slow" in text:
+        return " ".join(f"word{i}" for i in range(80))
+    return f"Hello! You said: {last.text}"
+
+
+class PacedExecutor(ScriptedExecutor):
+    """Streams "slow" answers with a pause between chunks, so a client sees them arrive."""
+
+    async def stream(self, request: InferenceRequest) -> AsyncIterator[Any]:
+        slow = "slow" in (request.messages[-1].text or "").lower()
+        async for item in super().stream(request):
+            yield item
+            if slow:
+                await asyncio.sleep(0.005)
+
+
+def setup(builder: AgentRuntimeBuilder) -> None:
+    """Add the scripted provider and the tools."""
+    executor = PacedExecutor([_turn], repeat=True, chunk_size=6)
+    executor.record_requests = False
+    builder.with_provider("scripted", executor)
+    builder.with_tool(get_weather)
+    builder.with_tool(delete_file)

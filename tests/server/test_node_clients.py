@@ -1,0 +1,93 @@
+"""The real front-end clients against ``awaken serve``: ``ai@6`` and ``@ag-ui/client``.
+
+The scripts in js/ use the npm packages pinned by js/package-lock.json
+(``npm ci --prefix tests/server/js``, which .ci/run does).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from srv_util import ALICE, Served
+
+JS = Path(__file__).parent / "js"
+
+
+def _node(script: str, server: Served) -> dict[str, Any]:
+    if not (JS / "node_modules").is_dir() or shutil.which("node") is None:
+        if os.environ.get("CI"):
+            pytest.fail("node or tests/server/js/node_modules missing: .ci/run must `npm ci` them")
+        pytest.skip("run `npm ci --prefix tests/server/js` (needs Node 20) for the client tests")
+    env = {**os.environ, "SERVER_URL": server.url, "SERVER_KEY": ALICE}
+    done = subprocess.run(
+        ["node", script], cwd=JS, env=env, capture_output=True, text=True, timeout=180
+    )
+    assert done.returncode == 0, f"{script} failed:\n{done.stderr}\n{done.stdout}"
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def test_ai_sdk_v6_chat_text_tool_and_approval_round_trip(server: Served) -> None:
+    out = _node("aisdk_chat.mjs", server)
+    assert out["text"] == "Hello! You said: hello there"
+    assert out["textDeltas"] > 1, "text arrives in several deltas"
+    assert out["done"] == 1
+    assert out["tool"] == {
+        "name": "get_weather",
+        "state": "output-available",
+        "input": {"city": "Paris"},
+        "output": "sunny in Paris",
+    }
+    assert out["toolText"] == "Let me check.Result: sunny in Paris. All done."
+    assert out["asked"] == {
+        "state": "approval-requested",
+        "name": "delete_file",
+        "hasApprovalId": True,
+    }
+    assert out["approved"] == {
+        "state": "output-available",
+        "output": "deleted /tmp/x.txt",
+        "text": "Result: deleted /tmp/x.txt. All done.",
+        "sameMessage": True,
+        "messages": 6,
+    }
+    assert out["denied"] == {
+        "state": "output-denied",
+        "text": "Result: The call was denied: not today. All done.",
+    }
+    assert out["finalStatus"] == "ready"
+
+
+def test_ag_ui_http_agent_text_tool_interrupt_resume_reasoning(server: Served) -> None:
+    out = _node("agui_agent.mjs", server)
+    text = out["text"]
+    assert text["deltas"] > 1 and text["first"] == "RUN_STARTED" and text["last"] == "RUN_FINISHED"
+    assert text["outcome"] == "success" and text["echoesRunId"] and text["echoesThreadId"]
+    assert text["messages"] == [
+        {"role": "assistant", "content": "Hello! You said: hello agui", "toolCalls": []}
+    ]
+    assert {"TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT"} <= set(
+        out["tool"]["types"]
+    )
+    assert {"role": "tool", "content": "sunny in Paris", "toolCalls": []} in out["tool"]["messages"]
+    assert out["interrupt"] == {
+        "outcome": "interrupt",
+        "interrupts": [{"reason": "tool_permission", "hasToolCallId": True, "hasId": True}],
+    }
+    resumed = out["resumed"]
+    assert resumed["outcome"] == "success"
+    assert resumed["messages"][-1]["content"] == "Result: deleted /tmp/x.txt. All done."
+    assert {"REASONING_START", "REASONING_MESSAGE_CONTENT", "REASONING_END"} <= set(
+        out["reasoning"]["types"]
+    )
+    # The thread's state (the permissions audit, thread scope) reached the client's
+    # state through STATE_SNAPSHOT and JSON-patch STATE_DELTA events it applied itself.
+    assert sorted(out["stateEvents"]) == ["STATE_DELTA", "STATE_SNAPSHOT"]
+    assert "permissions.audit" in out["state"]["keys"]
+    assert out["state"]["audit"] == ["get_weather:allow", "delete_file:approve"]
