@@ -6,6 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from awaken_ext_permissions import explain, normalize_path, split_shell
 
@@ -93,3 +95,21 @@ def test_undeclared_arguments_are_matched_as_text() -> None:
     # Without shell_arguments the rule sees one string: the README says so plainly.
     config = {"allow": ['shell(command ~ "git *")'], "default": "deny"}
     assert explain(config, "shell", {"command": "git x; rm -rf ~"}).behavior.value == "allow"
+
+
+_TOKENS = ["rm x", "ls", "a", " ", ";", "&&", "||", "|", "&", "(", ")", "$(", "`", "'", '"']
+_TOKENS += ["\\", "\n", "<", ">", "<<", "{", "}", "#", "!", "*", "=", "<(", "if ", "then "]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_TOKENS), max_size=12).map("".join))
+def test_split_shell_either_splits_or_refuses_any_text(command: str) -> None:
+    # Whatever the model sends: a list of parts, or a ValueError (asked, never guessed).
+    try:
+        parts = split_shell(command)
+    except ValueError:
+        return
+    assert parts and all(isinstance(p, str) for p in parts)
+    verdict = explain({**SHELL, "default": "allow"}, "shell", {"command": command})
+    if any(p.startswith("rm ") for p in parts):  # `rm *` is denied in SHELL
+        assert verdict.behavior.value == "deny"
