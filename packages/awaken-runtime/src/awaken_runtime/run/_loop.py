@@ -120,7 +120,7 @@ class AgentLoop:
             # Without StepStart work nothing ran since the boundary that ended
             # the previous step (or started the run): no second check needed.
             phases.boundary()
-        if _BEFORE_INFERENCE in ctx.hooks:
+        if not phases.idle(_BEFORE_INFERENCE):
             await phases.phase(_BEFORE_INFERENCE, request=self.inference.base_request())
             phases.boundary()
         inference = self.inference
@@ -326,6 +326,7 @@ class AgentLoop:
         ctx = self.ctx
         phase = Phase.WAITING if parked is not None else Phase.ENDED
         if cause is not None:
+            self.phases.discard()
             if ctx.open_step:
                 # The thread keeps whole steps: drop what the unfinished step added...
                 ctx.transcript.rollback()

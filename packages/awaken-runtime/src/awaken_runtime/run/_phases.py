@@ -242,6 +242,18 @@ class PhaseEngine:
                 raise fail(PluginFailure(plugin_id=producer, hook="effects", message=message))
             ctx.effects.append((producer, effect))
 
+    def discard(self) -> None:
+        """Forget what was staged but never committed: its effects and new actions.
+
+        Every commit runs its effects right after it (``after_commit``), so
+        whatever is still queued when the run ends came from a batch that
+        failed (a capability bound, a state conflict, a plugin error) or was
+        cut short (a cancel): it must not reach a handler or the action table.
+        """
+        ctx = self.ctx
+        ctx.effects = []
+        ctx.new_actions = []
+
     def actions_command(self, done: Sequence[str] = ()) -> StagedCommand:
         """The write replacing the pending-actions table: minus ``done``, plus new ones."""
         ctx = self.ctx
@@ -298,7 +310,9 @@ class PhaseEngine:
         """Run queued effects, then due scheduled actions until none remain."""
         ctx = self.ctx
         await self.run_effects(point)
-        for _round in range(MAX_ACTION_ROUNDS):
+        # One check more than rounds: MAX_ACTION_ROUNDS rounds may run, and only
+        # an action still due after the last of them is refused.
+        for rounds in range(MAX_ACTION_ROUNDS + 1):
             pending = ctx.engine.data.get(_ACTIONS_SLOT) or {}
             now = datetime.now(UTC)
             due = [
@@ -308,6 +322,8 @@ class PhaseEngine:
             ]
             if not due:
                 return
+            if rounds == MAX_ACTION_ROUNDS:
+                break
             batch: list[StagedCommand] = []
             calls = []
             for _aid, entry in due:

@@ -1,0 +1,285 @@
+"""Issue 28: run policies keep their promises (effects, actions, bounds, rankings)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from awaken_runtime import (
+    AwaitReason,
+    Block,
+    CapabilityBound,
+    CapabilityBoundFailure,
+    Command,
+    Contributions,
+    Effect,
+    Error,
+    HookReaction,
+    MergePolicy,
+    PhaseContext,
+    PhaseHookPoint,
+    ScheduledAction,
+    Scope,
+    ScriptedTurn,
+    ShortCircuit,
+    StateConflictFailure,
+    Suspend,
+    ToolOutput,
+    tool,
+)
+
+P = PhaseHookPoint
+EXCL = MergePolicy.EXCLUSIVE
+
+
+@tool
+def lookup() -> str:
+    """Look something up."""
+    return "found"
+
+
+@tool
+def notify() -> ToolOutput:
+    """Notify someone (emits an effect)."""
+    return ToolOutput(content="sent", effects=[Effect(name="count", payload={"from": "tool"})])
+
+
+def counter(make_plugin: Any, seen: list[Any], **contrib: Any) -> Any:
+    """A plugin handling the ``count`` effect by recording its payload."""
+
+    async def handler(effect: Effect, ctx: PhaseContext) -> None:
+        seen.append(effect.payload)
+
+    return make_plugin(
+        "counter",
+        CapabilityBound(effect_handlers={"count"}),
+        Contributions(effect_handlers={"count": handler}, **contrib),
+    )
+
+
+def writer(make_plugin: Any, pid: str, point: P, key: str, *, effect: bool, bound_key: str = ""):
+    """A plugin whose hook at ``point`` writes ``key`` EXCLUSIVE (and emits ``count``)."""
+
+    async def hook(ctx: PhaseContext) -> HookReaction:
+        return HookReaction(
+            commands=[Command.set(key, pid, scope=Scope.RUN, merge=EXCL)],
+            effects=[Effect(name="count", payload={"from": pid})] if effect else [],
+        )
+
+    return make_plugin(
+        pid,
+        CapabilityBound(phase_hooks={point}, state_keys=[bound_key or f"run:{key}"]),
+        Contributions(phase_hooks={point: hook}),
+    )
+
+
+# -- 1: effects of a failed batch never run -------------------------------------------
+
+
+@pytest.mark.parametrize("point", [P.RUN_START, P.BEFORE_INFERENCE, P.STEP_END])
+async def test_effects_of_a_batch_failing_on_a_state_conflict_never_run(
+    make_runtime, make_plugin, point
+):
+    seen: list[Any] = []
+    plugins = [
+        counter(make_plugin, seen),
+        writer(make_plugin, "a", point, "k", effect=True),
+        writer(make_plugin, "b", point, "k", effect=False),
+    ]
+    state = await make_runtime(["one"], plugins=plugins).run()
+    assert isinstance(state.end_cause, Error)
+    assert isinstance(state.end_cause.failure, StateConflictFailure)
+    assert seen == []
+
+
+@pytest.mark.parametrize("point", [P.RUN_START, P.BEFORE_INFERENCE, P.STEP_END])
+async def test_effects_of_a_batch_failing_on_a_capability_bound_never_run(
+    make_runtime, make_plugin, point
+):
+    seen: list[Any] = []
+    plugins = [
+        counter(make_plugin, seen),
+        writer(make_plugin, "a", point, "k", effect=True),
+        writer(make_plugin, "b", point, "secret", effect=False, bound_key="run:other"),
+    ]
+    state = await make_runtime(["one"], plugins=plugins).run()
+    assert isinstance(state.end_cause, Error)
+    assert isinstance(state.end_cause.failure, CapabilityBoundFailure)
+    assert seen == []
+
+
+async def test_tool_effects_of_a_call_whose_batch_fails_never_run(make_runtime, make_plugin):
+    seen: list[Any] = []
+    plugins = [
+        counter(make_plugin, seen),
+        writer(make_plugin, "b", P.AFTER_TOOL, "secret", effect=False, bound_key="run:other"),
+    ]
+    rig = make_runtime([ScriptedTurn.call("notify"), "done"], tools=[notify], plugins=plugins)
+    state = await rig.run()
+    assert isinstance(state.end_cause.failure, CapabilityBoundFailure)
+    assert seen == []
+
+
+async def test_tool_effects_of_a_call_whose_batch_conflicts_never_run(make_runtime, make_plugin):
+    seen: list[Any] = []
+    plugins = [
+        counter(make_plugin, seen),
+        writer(make_plugin, "a", P.AFTER_TOOL, "k", effect=True),
+        writer(make_plugin, "b", P.AFTER_TOOL, "k", effect=True),
+    ]
+    rig = make_runtime([ScriptedTurn.call("notify"), "done"], tools=[notify], plugins=plugins)
+    state = await rig.run()
+    assert isinstance(state.end_cause.failure, StateConflictFailure)
+    assert seen == []
+
+
+async def test_effects_of_committed_batches_still_run_once(make_runtime, make_plugin):
+    seen: list[Any] = []
+    plugins = [counter(make_plugin, seen), writer(make_plugin, "a", P.STEP_END, "k", effect=True)]
+    rig = make_runtime([ScriptedTurn.call("notify"), "done"], tools=[notify], plugins=plugins)
+    state = await rig.run()
+    assert state.end_cause.kind == "natural_end"
+    assert seen == [{"from": "tool"}, {"from": "a"}, {"from": "a"}]
+
+
+# -- 2: a losing gate decision contributes no effects ---------------------------------
+
+
+def gate_plugin(make_plugin: Any, pid: str, decision: Any) -> Any:
+    async def gate(ctx: PhaseContext, call: Any) -> Any:
+        return decision
+
+    return make_plugin(pid, CapabilityBound(tool_gates=True), Contributions(tool_gates=[gate]))
+
+
+def _short_circuit(tag: str) -> ShortCircuit:
+    output = ToolOutput(content="cached", effects=[Effect(name="count", payload={"out": tag})])
+    return ShortCircuit(output=output, effects=[Effect(name="count", payload={"gate": tag})])
+
+
+def _block(tag: str) -> Block:
+    return Block(reason=f"no ({tag})", effects=[Effect(name="count", payload={"gate": tag})])
+
+
+def _suspend(tag: str) -> Suspend:
+    return Suspend(
+        await_reason=AwaitReason.TOOL_PERMISSION,
+        payload={"who": tag},
+        effects=[Effect(name="count", payload={"gate": tag})],
+    )
+
+
+@pytest.mark.parametrize("order", ["block_first", "short_circuit_first"])
+async def test_a_short_circuit_losing_to_a_block_contributes_no_effects(
+    make_runtime, make_plugin, order
+):
+    seen: list[Any] = []
+    gates = [gate_plugin(make_plugin, "sc", _short_circuit("sc"))]
+    gates.insert(0 if order == "block_first" else 1, gate_plugin(make_plugin, "bl", _block("bl")))
+    rig = make_runtime(
+        [ScriptedTurn.call("lookup"), "done"],
+        tools=[lookup],
+        plugins=[counter(make_plugin, seen), *gates],
+    )
+    state = await rig.run()
+    assert state.end_cause.kind == "natural_end"
+    assert seen == [{"gate": "bl"}]
+    tool_msg = next(m for m in state.new_messages if m.role == "tool")
+    assert tool_msg.content == "no (bl)"
+
+
+async def test_a_short_circuit_losing_to_a_suspend_contributes_no_effects(
+    make_runtime, make_plugin
+):
+    seen: list[Any] = []
+    plugins = [
+        counter(make_plugin, seen),
+        gate_plugin(make_plugin, "sc", _short_circuit("sc")),
+        gate_plugin(make_plugin, "su", _suspend("su")),
+    ]
+    rig = make_runtime([ScriptedTurn.call("lookup"), "done"], tools=[lookup], plugins=plugins)
+    state = await rig.run()
+    assert state.phase == "waiting"
+    assert {"gate": "sc"} not in seen and {"out": "sc"} not in seen
+
+
+async def test_a_winning_short_circuit_contributes_its_effects_once(make_runtime, make_plugin):
+    seen: list[Any] = []
+    plugins = [counter(make_plugin, seen), gate_plugin(make_plugin, "sc", _short_circuit("sc"))]
+    rig = make_runtime([ScriptedTurn.call("lookup"), "done"], tools=[lookup], plugins=plugins)
+    await rig.run()
+    assert sorted(map(str, seen)) == sorted(map(str, [{"gate": "sc"}, {"out": "sc"}]))
+
+
+# -- 3: scheduled actions are due-checked at every point, hooks or not ------------------
+
+_POINTS_IN_A_RUN = [
+    P.STEP_START,
+    P.BEFORE_INFERENCE,
+    P.AFTER_INFERENCE,
+    P.AFTER_TOOL,
+    P.STEP_END,
+    P.RUN_END,
+]
+
+
+@pytest.mark.parametrize("point", _POINTS_IN_A_RUN)
+async def test_an_action_for_a_point_without_hooks_runs_there(make_runtime, make_plugin, point):
+    ran: list[Any] = []
+
+    async def schedule(ctx: PhaseContext) -> HookReaction:
+        return HookReaction(schedule=[ScheduledAction(name="tick", point=point)])
+
+    async def tick(action: ScheduledAction, ctx: PhaseContext) -> None:
+        ran.append((ctx.point, ctx.run.step))
+
+    plugin = make_plugin(
+        "sched",
+        CapabilityBound(phase_hooks={P.RUN_START}, action_handlers={"tick"}),
+        Contributions(phase_hooks={P.RUN_START: schedule}, action_handlers={"tick": tick}),
+    )
+    rig = make_runtime([ScriptedTurn.call("lookup"), "done"], tools=[lookup], plugins=[plugin])
+    state = await rig.run()
+    assert state.end_cause.kind == "natural_end"
+    # RUN_END comes after the second (final) step; every other point in step 1.
+    assert ran == [(point, 2 if point is P.RUN_END else 1)]
+
+
+# -- 4: the cascade limit means what it says -------------------------------------------
+
+
+def chain_plugin(make_plugin: Any, rounds: int, ran: list[int]) -> Any:
+    async def schedule(ctx: PhaseContext) -> HookReaction | None:
+        if ctx.run.step != 1:
+            return None
+        return HookReaction(
+            schedule=[ScheduledAction(name="tick", payload={"n": 1}, point=P.STEP_END)]
+        )
+
+    async def tick(action: ScheduledAction, ctx: PhaseContext) -> HookReaction:
+        n = action.payload["n"]
+        ran.append(n)
+        more = [ScheduledAction(name="tick", payload={"n": n + 1}, point=P.STEP_END)]
+        return HookReaction(schedule=more if n < rounds else [])
+
+    return make_plugin(
+        "chain",
+        CapabilityBound(phase_hooks={P.STEP_START}, action_handlers={"tick"}),
+        Contributions(phase_hooks={P.STEP_START: schedule}, action_handlers={"tick": tick}),
+    )
+
+
+async def test_sixteen_cascading_rounds_pass(make_runtime, make_plugin):
+    ran: list[int] = []
+    state = await make_runtime(["one"], plugins=[chain_plugin(make_plugin, 16, ran)]).run()
+    assert state.end_cause.kind == "natural_end"
+    assert ran == list(range(1, 17))
+
+
+async def test_the_seventeenth_cascading_round_is_refused(make_runtime, make_plugin):
+    ran: list[int] = []
+    state = await make_runtime(["one"], plugins=[chain_plugin(make_plugin, 17, ran)]).run()
+    assert isinstance(state.end_cause, Error)
+    assert "16 rounds" in state.end_cause.failure.message
+    assert ran == list(range(1, 17))  # the 17th never ran
