@@ -28,6 +28,7 @@ from awaken_runtime import (
     ToolOutput,
     tool,
 )
+from awaken_runtime.plugins._gates import strongest, winner
 
 P = PhaseHookPoint
 EXCL = MergePolicy.EXCLUSIVE
@@ -283,3 +284,81 @@ async def test_the_seventeenth_cascading_round_is_refused(make_runtime, make_plu
     assert isinstance(state.end_cause, Error)
     assert "16 rounds" in state.end_cause.failure.message
     assert ran == list(range(1, 17))  # the 17th never ran
+
+
+# -- 10: EXCLUSIVE is one write per batch; gate ties go to the first gate --------------
+
+
+async def test_two_exclusive_writes_by_one_hook_end_in_a_typed_conflict(make_runtime, make_plugin):
+    async def hook(ctx: PhaseContext) -> HookReaction:
+        return HookReaction(
+            commands=[
+                Command.set("k", 1, scope=Scope.RUN, merge=EXCL),
+                Command.set("k", 2, scope=Scope.RUN, merge=EXCL),
+            ]
+        )
+
+    plugin = make_plugin(
+        "twice",
+        CapabilityBound(phase_hooks={P.BEFORE_INFERENCE}, state_keys=["run:k"]),
+        Contributions(phase_hooks={P.BEFORE_INFERENCE: hook}),
+    )
+    state = await make_runtime(["one"], plugins=[plugin]).run()
+    failure = state.end_cause.failure
+    assert isinstance(failure, StateConflictFailure)
+    assert failure.producers == ("twice", "twice")
+    assert state.value("k", Scope.RUN) is None
+
+
+async def test_tied_suspends_the_first_gate_wins_and_owns_the_ticket(make_runtime, make_plugin):
+    seen: list[Any] = []
+    plugins = [
+        counter(make_plugin, seen),
+        gate_plugin(make_plugin, "first", _suspend("first")),
+        gate_plugin(make_plugin, "second", _suspend("second")),
+    ]
+    rig = make_runtime([ScriptedTurn.call("lookup"), "done"], tools=[lookup], plugins=plugins)
+    state = await rig.run()
+    assert state.phase == "waiting"
+    (ticket,) = state.tickets
+    assert ticket.payload == {"who": "first"}
+    assert {"gate": "second"} not in seen
+
+
+async def test_tied_blocks_the_first_gate_wins_the_reason_and_the_effects(
+    make_runtime, make_plugin
+):
+    seen: list[Any] = []
+    plugins = [
+        counter(make_plugin, seen),
+        gate_plugin(make_plugin, "first", _block("first")),
+        gate_plugin(make_plugin, "second", _block("second")),
+    ]
+    rig = make_runtime([ScriptedTurn.call("lookup"), "done"], tools=[lookup], plugins=plugins)
+    state = await rig.run()
+    tool_msg = next(m for m in state.new_messages if m.role == "tool")
+    assert tool_msg.content == "no (first)"
+    assert seen == [{"gate": "first"}]
+
+
+async def test_a_block_beats_a_suspend_wherever_it_stands(make_runtime, make_plugin):
+    for order in (("su", "bl"), ("bl", "su")):
+        seen: list[Any] = []
+        decisions = {"su": _suspend("su"), "bl": _block("bl")}
+        gates = [gate_plugin(make_plugin, pid, decisions[pid]) for pid in order]
+        rig = make_runtime(
+            [ScriptedTurn.call("lookup"), "done"],
+            tools=[lookup],
+            plugins=[counter(make_plugin, seen), *gates],
+        )
+        state = await rig.run()
+        assert state.end_cause.kind == "natural_end" and state.tickets == []
+        assert seen == [{"gate": "bl"}]
+
+
+def test_strongest_and_winner_rank_alike() -> None:
+    a, b = _block("a"), _block("b")
+    assert winner([("x", None), ("p", a), ("q", b)]) == ("p", a)
+    assert strongest([None, a, b]) is a
+    assert winner([("p", _short_circuit("s")), ("q", _suspend("t"))])[0] == "q"
+    assert winner([("p", None)]) is None
