@@ -139,9 +139,25 @@ async def test_plugin_stop_condition(make_runtime, make_plugin):
     assert stopped(await rig.run()) == "limiter: seen 2 steps"
 
 
-async def test_natural_end_is_not_overridden(make_runtime):
+async def test_a_final_answer_matching_stop_on_text_ends_stopped(make_runtime):
     rig = make_runtime(["FINAL ANSWER: 1"], stop=StopConfig(stop_on_text="FINAL"))
-    assert (await rig.run()).end_cause.kind == "natural_end"
+    assert stopped(await rig.run()) == "text match: 'FINAL' matched /FINAL/"
+
+
+async def test_a_final_answer_not_matching_stop_on_text_ends_naturally(make_runtime):
+    rig = make_runtime(["all done"], stop=StopConfig(stop_on_text="FINAL"))
+    state = await rig.run()
+    assert state.end_cause.kind == "natural_end" and state.final_text == "all done"
+
+
+async def test_a_plugin_stop_condition_applies_to_a_natural_end(make_runtime, make_plugin):
+    def always(ctx: PhaseContext) -> str | None:
+        return "enough"
+
+    plugin = make_plugin(
+        "limiter", CapabilityBound(stop_conditions=True), Contributions(stop_conditions=[always])
+    )
+    assert stopped(await make_runtime(["done"], plugins=[plugin]).run()) == "limiter: enough"
 
 
 def test_bad_regex_is_a_config_error(agent_config):

@@ -201,7 +201,9 @@ class AgentLoop:
                 )
             )
         phases.boundary()
-        if outcome is None and ctx.stop is not None:
+        # A natural end is a StepEnd like any other: a final answer that matches
+        # stop_on_text (or ends over a budget) ends Stopped, as documented.
+        if ctx.stop is not None and (outcome is None or isinstance(outcome, NaturalEnd)):
             tokens = ctx.totals()
             reason = ctx.stop.check(tokens[0] + tokens[1], ctx.cost)
             if reason is None:
