@@ -102,6 +102,10 @@ class ChildOutcome(BaseModel):
                     "child_run_id": self.run_id,
                     "child_thread_id": self.thread_id,
                     "child_ticket": self.tickets[0].model_dump(mode="json"),
+                    # What the parent has already counted of this child: a resume
+                    # reports the child's whole-run total, so it adds only the rest.
+                    "child_usage": self.usage.model_dump(mode="json"),
+                    "child_cost": self.cost,
                 },
             )
         body = {"agent_id": self.agent_id, "status": self.status, "result": self.text}
@@ -270,8 +274,25 @@ class ChildRunner:
         ticket = ResumeTicket.model_validate(payload["child_ticket"])
         request = self.request(payload["agent_id"], "", payload["child_thread_id"])
         outcome = await self.service.resume(request, ticket, decision)
-        self.roll_up(outcome)
+        # The parent restored its parked totals, which hold the child's legs so
+        # far: add only what the child used since (at every level of nesting).
+        counted = TokenUsage.model_validate(payload.get("child_usage") or {})
+        counted_cost = payload.get("child_cost")
+        cost = outcome.cost
+        if cost is not None and isinstance(counted_cost, (int, float)):
+            cost = max(0.0, cost - counted_cost)
+        self.parent.add_usage(_since(outcome.usage, counted), cost)
         return outcome
+
+
+def _since(total: TokenUsage, counted: TokenUsage) -> TokenUsage:
+    """``total`` minus what was ``counted`` before (never below zero)."""
+    return TokenUsage(
+        prompt_tokens=max(0, total.prompt_tokens - counted.prompt_tokens),
+        completion_tokens=max(0, total.completion_tokens - counted.completion_tokens),
+        cached_tokens=max(0, total.cached_tokens - counted.cached_tokens),
+        reasoning_tokens=max(0, total.reasoning_tokens - counted.reasoning_tokens),
+    )
 
 
 async def run_child_agent(
