@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -135,3 +136,76 @@ async def test_nested_children_suspended_and_resumed_count_once() -> None:
 
 def wire() -> ToolCall:
     return ToolCall(id="w0", name="wire_money", arguments={"amount": 900})
+
+
+# -- 8: delegation is bounded ------------------------------------------------------------
+
+
+def self_delegating(depth_turns: int, *, limits: dict[str, int] | None = None) -> Runtime:
+    """Agent ``a`` delegating to itself ``depth_turns`` times, then answering each level."""
+    turns = [ask("a", 1, call_id=f"d{i}") for i in range(depth_turns)]
+    turns += [say(f"level answer {i}", 1) for i in range(depth_turns)]
+    builder = AgentRuntimeBuilder(discover=False).with_store(InMemoryStore())
+    builder.with_model(ModelSpec(id="m", provider="p", model="s"))
+    builder.with_provider("p", ScriptedExecutor(turns))
+    builder.with_agent_spec(AgentConfig(id="a", model_binding="m", delegates=["a"]))
+    if limits is not None:
+        builder.with_delegation_limits(**limits)
+    return builder.build()
+
+
+def results(rt: Runtime) -> list[dict[str, Any]]:
+    """Every agent_run result anywhere in the store, deepest thread first."""
+    out = []
+    for thread_id in sorted(rt.store.core.threads, key=len, reverse=True):
+        for m in rt.store.messages(thread_id):
+            if m.role == "tool":
+                out.append(json.loads(m.text))
+    return out
+
+
+async def test_self_delegation_stops_at_the_default_depth_with_the_chain_named() -> None:
+    rt = self_delegating(11)
+    state = await rt.run("a", "q", thread_id="t")
+    assert state.phase is Phase.ENDED and state.end_cause.kind == "natural_end"
+    deepest = results(rt)[0]
+    assert deepest["status"] == "refused"
+    assert deepest["reason"].startswith(
+        "delegation depth limit: " + " -> ".join(["a"] * 12) + " would be 11 levels deep"
+    )
+    assert "limit 10" in deepest["reason"]
+    # The root and ten levels of children ran; the eleventh never started.
+    assert len([r for r in rt.store.runs.values() if r.agent_id == "a"]) == 11
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3])
+async def test_the_depth_limit_is_exact(depth: int) -> None:
+    rt = self_delegating(depth + 1, limits={"max_depth": depth})
+    await rt.run("a", "q", thread_id="t")
+    assert len(rt.store.runs) == depth + 1
+    statuses = [r["status"] for r in results(rt)]
+    assert statuses == ["refused"] + ["completed"] * depth
+
+
+async def test_total_descendants_are_bounded_across_the_tree() -> None:
+    calls = [
+        ToolCall(id=f"c{i}", name="agent_run", arguments={"agent_id": "w", "prompt": "x"})
+        for i in range(5)
+    ]
+    builder = AgentRuntimeBuilder(discover=False).with_store(InMemoryStore())
+    builder.with_model(ModelSpec(id="m", provider="p", model="s"))
+    builder.with_model(ModelSpec(id="mw", provider="pw", model="s"))
+    builder.with_provider("p", ScriptedExecutor([ScriptedTurn(tool_calls=calls), "done"]))
+    builder.with_provider("pw", ScriptedExecutor(["ok"] * 5))
+    builder.with_agent_spec(AgentConfig(id="root", model_binding="m", delegates=["w"]))
+    builder.with_agent_spec(AgentConfig(id="w", model_binding="mw"))
+    rt = builder.with_delegation_limits(max_descendants=3).build()
+    state = await rt.run("root", "q", thread_id="t")
+    out = [json.loads(m.text) for m in state.new_messages if m.role == "tool"]
+    assert [r["status"] for r in out] == ["completed"] * 3 + ["refused"] * 2
+    assert "already started 3 sub-agent runs, limit 3 (refused: root -> w)" in out[3]["reason"]
+
+
+def test_limits_below_one_are_rejected() -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        AgentRuntimeBuilder(discover=False).with_delegation_limits(max_depth=0).build()

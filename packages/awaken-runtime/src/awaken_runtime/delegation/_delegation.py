@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AGENT_RUN",
+    "MAX_DELEGATION_DEPTH",
+    "MAX_DESCENDANTS",
     "ChildOutcome",
     "ChildRunner",
     "DelegationRequest",
@@ -45,7 +47,14 @@ __all__ = [
 AGENT_RUN = "agent_run"
 """The id of the delegation tool."""
 
-ChildStatus = Literal["completed", "failed", "cancelled", "max_steps", "stopped", "waiting"]
+MAX_DELEGATION_DEPTH = 10
+"""Default: how many delegations deep a run's children may go."""
+MAX_DESCENDANTS = 40
+"""Default: how many children in all one root run may start (each leg counts afresh)."""
+
+ChildStatus = Literal[
+    "completed", "failed", "cancelled", "max_steps", "stopped", "waiting", "refused"
+]
 
 
 class ChildOutcome(BaseModel):
@@ -132,6 +141,17 @@ class DelegationRequest:
     context: dict[str, Any] | None = None
     inherited: Any = None
     """The parent's resolved agent, whose inheritable plugins also apply to the child."""
+    lineage: tuple[str, ...] = ()
+    """The agent ids from the root run down to the delegating parent."""
+    tree: DelegationTree | None = None
+    """The count of children started under the same root run (shared by the whole tree)."""
+
+
+@dataclass(slots=True)
+class DelegationTree:
+    """How many children the runs under one root have started so far."""
+
+    started: int = 0
 
 
 @runtime_checkable
@@ -174,9 +194,23 @@ class ChildHost(Protocol):
 class NativeDelegationService:
     """Runs children in this process on the parent's runtime and store."""
 
-    def __init__(self, runtime: ChildHost, *, max_parallel: int = 4) -> None:
+    def __init__(
+        self,
+        runtime: ChildHost,
+        *,
+        max_parallel: int = 4,
+        max_depth: int = MAX_DELEGATION_DEPTH,
+        max_descendants: int = MAX_DESCENDANTS,
+    ) -> None:
+        if max_depth < 1 or max_descendants < 1:
+            raise ValueError(
+                f"max_depth and max_descendants must be at least 1 "
+                f"(got {max_depth} and {max_descendants})"
+            )
         self.runtime = runtime
         self.max_parallel = max_parallel
+        self.max_depth = max_depth
+        self.max_descendants = max_descendants
 
     def tool_id(self) -> str:
         """``agent_run``."""
@@ -187,12 +221,42 @@ class NativeDelegationService:
         return True
 
     async def delegate(self, request: DelegationRequest) -> ChildOutcome:
-        """Start the child on its own thread and run it to an end or a park."""
+        """Start the child on its own thread and run it to an end or a park.
+
+        A child beyond ``max_depth`` levels, or past ``max_descendants``
+        children under one root run, is refused with a model-visible reason
+        naming the chain, before anything runs.
+        """
+        refused = self._refusal(request)
+        if refused is not None:
+            return refused
         text = request.prompt
         if request.context:
             text = f"{text}\n\nContext:\n{to_json(request.context, indent=2).decode()}"
         state = await self.runtime.run_child(request, text)
         return ChildOutcome.of(state)
+
+    def _refusal(self, request: DelegationRequest) -> ChildOutcome | None:
+        chain = " -> ".join([*request.lineage, request.agent_id])
+        reason = ""
+        if len(request.lineage) > self.max_depth:
+            reason = (
+                f"delegation depth limit: {chain} would be {len(request.lineage)} levels "
+                f"deep, limit {self.max_depth}; answer without delegating further"
+            )
+        elif request.tree is not None:
+            if request.tree.started >= self.max_descendants:
+                reason = (
+                    f"delegation limit: this run already started {request.tree.started} "
+                    f"sub-agent runs, limit {self.max_descendants} (refused: {chain})"
+                )
+            else:
+                request.tree.started += 1
+        if not reason:
+            return None
+        return ChildOutcome(
+            agent_id=request.agent_id, run_id="", thread_id="", status="refused", reason=reason
+        )
 
     async def resume(
         self, request: DelegationRequest, ticket: ResumeTicket, decision: Decision
@@ -215,6 +279,8 @@ class ChildRunner:
     ) -> DelegationRequest:
         """A request bound to the parent's identity, cancellation and event sink."""
         run = self.parent
+        if run.tree is None:
+            run.tree = DelegationTree()
         return DelegationRequest(
             agent_id=agent_id,
             prompt=prompt,
@@ -225,6 +291,8 @@ class ChildRunner:
             cancel=run.cancel.child(),
             on_event=run.emit,
             inherited=run.agent,
+            lineage=(*run.lineage, run.config.id),
+            tree=run.tree,
             **extra,
         )
 

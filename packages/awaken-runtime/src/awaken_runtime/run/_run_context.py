@@ -25,7 +25,7 @@ from ._request import RequestAssembler
 
 if TYPE_CHECKING:
     from ..agents._resolve import ResolvedAgent
-    from ..delegation._delegation import ChildRunner
+    from ..delegation._delegation import ChildRunner, DelegationTree
     from ..lifecycle._events import AgentEvent
     from ..messages._message import Message, ToolCall
     from ..plugins._actions import ScheduledAction
@@ -92,6 +92,9 @@ class RunContext:
         self.cancel = cancel or CancellationToken()
         self.emit = emit
         self.parent_run_id: str | None = None
+        self.lineage: tuple[str, ...] = ()
+        """Agent ids from the root run down to this run's parent (for delegation limits)."""
+        self.tree: DelegationTree | None = None
         self.ticket_secret: bytes | None = None
         self.children: ChildRunner | None = None
         self.cancel_child: Callable[[str], Awaitable[object]] | None = None
