@@ -7,11 +7,14 @@ from typing import Any
 import pytest
 
 from awaken_runtime import (
+    Approve,
     AwaitReason,
+    Band,
     Block,
     CapabilityBound,
     CapabilityBoundFailure,
     Command,
+    ContextMessage,
     Contributions,
     Effect,
     Error,
@@ -26,6 +29,7 @@ from awaken_runtime import (
     StateConflictFailure,
     Suspend,
     ToolOutput,
+    inject,
     tool,
 )
 from awaken_runtime.plugins._gates import strongest, winner
@@ -362,3 +366,43 @@ def test_strongest_and_winner_rank_alike() -> None:
     assert strongest([None, a, b]) is a
     assert winner([("p", _short_circuit("s")), ("q", _suspend("t"))])[0] == "q"
     assert winner([("p", None)]) is None
+
+
+# -- 6: context cooldowns are run state, so they survive suspend/resume ----------------
+
+
+async def test_a_context_cooldown_survives_suspend_and_resume(make_runtime, make_plugin):
+    tip = ContextMessage(key="tip", band=Band.SUFFIX, content="TIP", cooldown_steps=2)
+
+    async def hook(ctx: PhaseContext) -> HookReaction:
+        return HookReaction(commands=[inject(tip)])
+
+    async def gate(ctx: PhaseContext, call: Any) -> Any:
+        if ctx.decision is None:
+            return Suspend(await_reason=AwaitReason.TOOL_PERMISSION)
+        return None
+
+    plugin = make_plugin(
+        "ctx",
+        CapabilityBound(
+            phase_hooks={P.BEFORE_INFERENCE}, context_bands={Band.SUFFIX}, tool_gates=True
+        ),
+        Contributions(phase_hooks={P.BEFORE_INFERENCE: hook}, tool_gates=[gate]),
+    )
+    turns = [
+        ScriptedTurn.call("lookup"),
+        ScriptedTurn.call("lookup"),
+        ScriptedTurn.call("lookup"),
+        "done",
+    ]
+    rig = make_runtime(turns, tools=[lookup], plugins=[plugin])
+    state = await rig.run("go", thread_id="t")
+    while state.phase == "waiting":
+        state = await rig.runtime.resume(state.ticket.model_dump(mode="json"), Approve())
+    assert state.end_cause.kind == "natural_end"
+    with_tip = [
+        r.step
+        for r in rig.executor.requests
+        if any(m.metadata.get("context_key") == "tip" for m in r.messages)
+    ]
+    assert with_tip == [1, 4]  # steps 2 and 3 (each a resumed leg) were cooled down

@@ -42,6 +42,7 @@ from ..tools._cancel import CancellationToken
 from ._inference import Inference
 from ._parking import close_open_calls, parked_record, ticket_parked_calls
 from ._phases import RUNTIME, End, PhaseEngine, bind, log
+from ._request import CONTEXT_COOLDOWNS
 from ._run_context import Emit, RunContext
 from ._stop import StopTracker
 from ._tool_calls import ToolCallExecutor
@@ -179,6 +180,11 @@ class AgentLoop:
                 clear.append(StagedCommand(RUNTIME, remove))
         if (_RUN, REQUEST_WINDOW) in data:
             clear.append(StagedCommand(RUNTIME, Command.remove(REQUEST_WINDOW, scope=_RUN)))
+        marks = self.ctx.assembler.take_marks()
+        if marks:
+            # Committed with the step, so a resumed leg keeps the cooldowns.
+            mark = Command.set(CONTEXT_COOLDOWNS, marks, scope=_RUN, merge=_COMM)
+            clear.append(StagedCommand(RUNTIME, mark))
         return clear
 
     async def end_step(self, outcome: EndCause | None) -> EndCause | None:
