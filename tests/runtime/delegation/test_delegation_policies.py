@@ -206,6 +206,32 @@ async def test_total_descendants_are_bounded_across_the_tree() -> None:
     assert "already started 3 sub-agent runs, limit 3 (refused: root -> w)" in out[3]["reason"]
 
 
+async def test_the_descendant_count_spans_levels_and_restarts_each_root_step() -> None:
+    """Root step 1: a -> b -> c -> d needs 3 runs (limit 2: d refused); step 2 starts afresh."""
+    builder = AgentRuntimeBuilder(discover=False).with_store(InMemoryStore())
+    for agent_id, turns in {
+        "a": [ask("b", 1), ask("b", 1, call_id="d1"), say("a done", 1)],
+        "b": [ask("c", 1), say("b done", 1), say("b again", 1)],
+        "c": [ask("d", 1), say("c done", 1)],
+        "d": [say("d done", 1)],
+    }.items():
+        builder.with_model(ModelSpec(id=f"m-{agent_id}", provider=f"p-{agent_id}", model="s"))
+        builder.with_provider(f"p-{agent_id}", ScriptedExecutor(turns))
+        nxt = {"a": ["b"], "b": ["c"], "c": ["d"]}.get(agent_id, [])
+        builder.with_agent_spec(
+            AgentConfig(id=agent_id, model_binding=f"m-{agent_id}", delegates=nxt)
+        )
+    rt = builder.with_delegation_limits(max_descendants=2).build()
+    state = await rt.run("a", "q", thread_id="t")
+    assert state.final_text == "a done"
+    refused = [r for r in results(rt) if r["status"] == "refused"]
+    assert len(refused) == 1 and refused[0]["reason"].endswith("(refused: a -> b -> c -> d)")
+    # Step 2's delegation to b ran although step 1 used the whole budget.
+    assert [
+        r["status"] for r in [json.loads(m.text) for m in state.new_messages if m.role == "tool"]
+    ] == ["completed", "completed"]
+
+
 def test_limits_below_one_are_rejected() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         AgentRuntimeBuilder(discover=False).with_delegation_limits(max_depth=0).build()

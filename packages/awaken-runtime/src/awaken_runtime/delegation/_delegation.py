@@ -50,7 +50,8 @@ AGENT_RUN = "agent_run"
 MAX_DELEGATION_DEPTH = 10
 """Default: how many delegations deep a run's children may go."""
 MAX_DESCENDANTS = 40
-"""Default: how many children in all one root run may start (each leg counts afresh)."""
+"""Default: how many sub-agent runs, all levels together, one step of a root run may
+start (a long run that delegates a little every step is not capped overall)."""
 
 ChildStatus = Literal[
     "completed", "failed", "cancelled", "max_steps", "stopped", "waiting", "refused"
@@ -144,13 +145,14 @@ class DelegationRequest:
     lineage: tuple[str, ...] = ()
     """The agent ids from the root run down to the delegating parent."""
     tree: DelegationTree | None = None
-    """The count of children started under the same root run (shared by the whole tree)."""
+    """The count of children started under the same root step (shared by the whole tree)."""
 
 
 @dataclass(slots=True)
 class DelegationTree:
-    """How many children the runs under one root have started so far."""
+    """How many sub-agent runs have started under one step of a root run."""
 
+    step: int
     started: int = 0
 
 
@@ -224,7 +226,7 @@ class NativeDelegationService:
         """Start the child on its own thread and run it to an end or a park.
 
         A child beyond ``max_depth`` levels, or past ``max_descendants``
-        children under one root run, is refused with a model-visible reason
+        sub-agent runs under one step of the root run, is refused with a model-visible reason
         naming the chain, before anything runs.
         """
         refused = self._refusal(request)
@@ -247,8 +249,9 @@ class NativeDelegationService:
         elif request.tree is not None:
             if request.tree.started >= self.max_descendants:
                 reason = (
-                    f"delegation limit: this run already started {request.tree.started} "
-                    f"sub-agent runs, limit {self.max_descendants} (refused: {chain})"
+                    f"delegation limit: this step of the root run already started "
+                    f"{request.tree.started} sub-agent runs, limit {self.max_descendants} "
+                    f"(refused: {chain})"
                 )
             else:
                 request.tree.started += 1
@@ -279,8 +282,8 @@ class ChildRunner:
     ) -> DelegationRequest:
         """A request bound to the parent's identity, cancellation and event sink."""
         run = self.parent
-        if run.tree is None:
-            run.tree = DelegationTree()
+        if not run.lineage and (run.tree is None or run.tree.step != run.step):
+            run.tree = DelegationTree(run.step)  # a root run: each step counts afresh
         return DelegationRequest(
             agent_id=agent_id,
             prompt=prompt,

@@ -105,9 +105,10 @@ class PhaseEngine:
     ) -> None:
         """Add ``cmds`` to ``batch``, each checked against ``plugin_id``'s bound."""
         if plugin_id is not None:
-            bound = self.ctx.agent.bounds[plugin_id]
+            ctx = self.ctx
+            bound, owners = ctx.agent.bounds[plugin_id], ctx.context_owners
             for command in cmds:
-                check_bound(bound, plugin_id, command)
+                check_bound(bound, plugin_id, command, owners)
                 batch.append(StagedCommand(producer, command))
         else:
             for command in cmds:

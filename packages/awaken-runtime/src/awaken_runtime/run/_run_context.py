@@ -125,6 +125,8 @@ class RunContext:
         self.stop: StopTracker | None = None
         self.effects: list[tuple[str, Effect]] = []
         self.new_actions: list[tuple[str, ScheduledAction]] = []
+        self.context_owners: dict[str, str] = {}
+        """Context key -> the plugin that created it (see ``check_bound``)."""
         self.parked: list[Parked] = []
         self.held: list[Message] = []
         """AFTER_TOOL hook messages, appended once the step's tool results are in."""

@@ -109,9 +109,10 @@ class AgentRuntimeBuilder:
     def with_delegation_limits(
         self, *, max_depth: int = MAX_DELEGATION_DEPTH, max_descendants: int = MAX_DESCENDANTS
     ) -> AgentRuntimeBuilder:
-        """Bound native sub-agents: how deep delegation may nest, how many children one
-        root run may start. A child past either limit is refused with a model-visible
-        reason naming the chain (defaults: 10 levels, 40 children)."""
+        """Bound native sub-agents: how deep delegation may nest, and how many sub-agent
+        runs (all levels together) one step of a root run may start. A child past either
+        limit is refused with a model-visible reason naming the chain (defaults: 10
+        levels, 40 runs per root step)."""
         self._limits = (max_depth, max_descendants)
         return self
 
