@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -406,3 +407,35 @@ async def test_a_context_cooldown_survives_suspend_and_resume(make_runtime, make
         if any(m.metadata.get("context_key") == "tip" for m in r.messages)
     ]
     assert with_tip == [1, 4]  # steps 2 and 3 (each a resumed leg) were cooled down
+
+
+# -- 9: a time-based action pending at run end is reported, not dropped -----------------
+
+
+async def test_an_action_still_pending_at_run_end_is_reported(make_runtime, make_plugin):
+    later = datetime.now(UTC) + timedelta(days=1)
+    reminder = ScheduledAction(name="tick", payload={"why": "follow up"}, at=later)
+    ran: list[Any] = []
+
+    async def schedule(ctx: PhaseContext) -> HookReaction:
+        return HookReaction(schedule=[reminder])
+
+    async def tick(action: ScheduledAction, ctx: PhaseContext) -> None:
+        ran.append(action)
+
+    plugin = make_plugin(
+        "sched",
+        CapabilityBound(phase_hooks={P.RUN_START}, action_handlers={"tick"}),
+        Contributions(phase_hooks={P.RUN_START: schedule}, action_handlers={"tick": tick}),
+    )
+    rig = make_runtime(["done"], plugins=[plugin])
+    events = await rig.events()
+    finish = events[-1]
+    assert finish.type == "run_finish" and finish.pending_actions == [reminder]
+    state = await make_runtime(["done"], plugins=[plugin]).run()
+    assert state.pending_actions == [reminder] and ran == []
+
+
+async def test_a_run_without_pending_actions_reports_none(make_runtime):
+    state = await make_runtime(["done"]).run()
+    assert state.pending_actions == []

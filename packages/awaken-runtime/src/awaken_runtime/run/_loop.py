@@ -352,6 +352,8 @@ class AgentLoop:
                     cause = bound_failure(exc)
         await self.phases.checkpoint(self._run_record(phase, cause), parked, force=True)
         tickets = parked.tickets if parked is not None else []
+        # A waiting run keeps its pending actions for the resume; an ended one reports them.
+        pending = self.phases.unrun_actions() if parked is None else []
         final = ctx.final_text if isinstance(cause, NaturalEnd) else ""
         usage = ctx.usage
         state = RunState(
@@ -369,6 +371,7 @@ class AgentLoop:
             log=list(ctx.engine.log),
             state=dict(ctx.engine.data),
             tickets=tickets,
+            pending_actions=pending,
         )
         if ctx.emit is not None:
             ctx.emit(
@@ -382,6 +385,7 @@ class AgentLoop:
                     final_text=final,
                     usage=usage,
                     cost=ctx.cost,
+                    pending_actions=pending,
                 )
             )
         return state

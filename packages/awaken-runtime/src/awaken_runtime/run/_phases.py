@@ -255,6 +255,20 @@ class PhaseEngine:
         ctx.effects = []
         ctx.new_actions = []
 
+    def unrun_actions(self) -> list[ScheduledAction]:
+        """The scheduled actions still pending (at run end: never to run; logged)."""
+        pending = self.ctx.engine.data.get(_ACTIONS_SLOT)
+        if not pending:
+            return []
+        actions = [ScheduledAction.model_validate(entry["action"]) for entry in pending.values()]
+        log.warning(
+            "run %s ended with %d scheduled action(s) never run: %s",
+            self.ctx.run_id,
+            len(actions),
+            ", ".join(a.name for a in actions),
+        )
+        return actions
+
     def actions_command(self, done: Sequence[str] = ()) -> StagedCommand:
         """The write replacing the pending-actions table: minus ``done``, plus new ones."""
         ctx = self.ctx
