@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 
 from awaken_runtime import (
     AgentConfigError,
+    CancellationToken,
     CapabilityBound,
     Contributions,
     LoopDetection,
@@ -166,3 +168,40 @@ def test_bad_regex_is_a_config_error(agent_config):
     with pytest.raises(AgentConfigError, match="stop_on_text"):
         AgentConfig.from_dict({"id": "a", "model_binding": "m", "stop": {"stop_on_text": "("}})
     assert agent_config(stop={"timeout_s": 5}).stop.timeout_s == 5
+
+
+async def test_the_timeout_interrupts_a_long_tool_call(make_runtime):
+    started: list[bool] = []
+
+    @tool
+    async def crawl() -> str:
+        """Crawl for a very long time."""
+        started.append(True)
+        await asyncio.sleep(3600)
+        return "never"
+
+    rig = make_runtime(
+        [ScriptedTurn.call("crawl"), "done"], tools=[crawl], stop=StopConfig(timeout_s=0.2)
+    )
+    # wait_for only keeps a broken build from hanging the suite; it is not the assertion.
+    state = await asyncio.wait_for(rig.run(), 60)
+    assert started == [True]
+    assert stopped(state) == "timeout: ran 0.20s, limit 0.2s"
+    assert state.steps == 1
+
+
+async def test_a_user_cancel_is_still_cancelled_with_a_timeout_set(make_runtime):
+    token = CancellationToken()
+
+    @tool
+    async def crawl() -> str:
+        """Crawl, and have the user cancel the run meanwhile."""
+        asyncio.get_running_loop().call_later(0.05, token.cancel)
+        await asyncio.sleep(3600)
+        return "never"
+
+    rig = make_runtime(
+        [ScriptedTurn.call("crawl"), "done"], tools=[crawl], stop=StopConfig(timeout_s=30)
+    )
+    state = await asyncio.wait_for(rig.run(cancel=token), 60)
+    assert state.end_cause.kind == "cancelled"

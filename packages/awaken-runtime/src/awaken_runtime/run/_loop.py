@@ -12,6 +12,7 @@ the phase engine, inference and the tool-call executor.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING
 from .._errors import CapabilityBoundError
 from ..lifecycle._events import RunFinish, RunStart, StepEnd, StepStart
 from ..lifecycle._failures import (
+    Cancelled,
     CapabilityBoundFailure,
     EndCause,
     Error,
@@ -240,6 +242,16 @@ class AgentLoop:
         config = ctx.config.stop
         wanted = not config.empty or bool(ctx.agent.stop_conditions)
         ctx.stop = StopTracker(config) if wanted else None
+        limit = config.timeout_s
+        if limit is not None:
+            # The timeout also interrupts a step in flight (a long tool call, a slow
+            # model): it cancels this leg's own child token, which ``finish`` reports
+            # as Stopped(timeout) rather than Cancelled.
+            token = ctx.cancel.child()
+            token.attach()
+            ctx.cancel = token
+            ctx.timeout_reason = reason = f"timeout: ran {limit:.2f}s, limit {limit:g}s"
+            ctx.deadline = asyncio.get_running_loop().call_later(limit, token.cancel, reason)
 
     async def drive(self, outcome: EndCause | None = None, *, first: bool = False) -> RunState:
         """Continue stepping until the run ends or parks, then finish."""
@@ -333,6 +345,11 @@ class AgentLoop:
         """RunEnd (unless parking), the last checkpoint and the leg's ``RunState``."""
         ctx = self.ctx
         phase = Phase.WAITING if parked is not None else Phase.ENDED
+        if ctx.deadline is not None:
+            ctx.deadline.cancel()
+            ctx.deadline = None
+            if isinstance(cause, Cancelled) and ctx.cancel.reason == ctx.timeout_reason:
+                cause = Stopped(reason=ctx.timeout_reason)
         if cause is not None:
             self.phases.discard()
             if ctx.open_step:

@@ -10,6 +10,7 @@ a context alone.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -126,6 +127,9 @@ class RunContext:
         self.effects: list[tuple[str, Effect]] = []
         self.new_actions: list[tuple[str, ScheduledAction]] = []
         self.context_owners: dict[str, str] = {}
+        self.deadline: asyncio.TimerHandle | None = None
+        """The pending timeout of this leg (``AgentLoop.track_stops``)."""
+        self.timeout_reason: str | None = None
         """Context key -> the plugin that created it (see ``check_bound``)."""
         self.parked: list[Parked] = []
         self.held: list[Message] = []
