@@ -210,6 +210,24 @@ async def test_a_short_circuit_losing_to_a_suspend_contributes_no_effects(
     assert {"gate": "sc"} not in seen and {"out": "sc"} not in seen
 
 
+async def test_a_winning_suspend_contributes_its_effects_once_when_the_step_parks(
+    make_runtime, make_plugin
+):
+    seen: list[Any] = []
+    plugins = [
+        counter(make_plugin, seen),
+        gate_plugin(make_plugin, "sc", _short_circuit("sc")),
+        gate_plugin(make_plugin, "su", _suspend("su")),
+    ]
+    rig = make_runtime([ScriptedTurn.call("lookup"), "done"], tools=[lookup], plugins=plugins)
+    state = await rig.run()
+    assert state.phase == "waiting"
+    assert seen == [{"gate": "su"}]
+    state = await rig.runtime.resume(state.ticket.model_dump(mode="json"), Approve())
+    assert state.end_cause.kind == "natural_end"
+    assert seen == [{"gate": "su"}]  # not again on the resume
+
+
 async def test_a_winning_short_circuit_contributes_its_effects_once(make_runtime, make_plugin):
     seen: list[Any] = []
     plugins = [counter(make_plugin, seen), gate_plugin(make_plugin, "sc", _short_circuit("sc"))]

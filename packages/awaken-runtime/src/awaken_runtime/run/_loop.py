@@ -59,6 +59,7 @@ _RUN_START = PhaseHookPoint.RUN_START
 _STEP_START = PhaseHookPoint.STEP_START
 _BEFORE_INFERENCE = PhaseHookPoint.BEFORE_INFERENCE
 _AFTER_INFERENCE = PhaseHookPoint.AFTER_INFERENCE
+_AFTER_TOOL = PhaseHookPoint.AFTER_TOOL
 _STEP_END = PhaseHookPoint.STEP_END
 _RUN_END = PhaseHookPoint.RUN_END
 _RUN = Scope.RUN
@@ -319,6 +320,10 @@ class AgentLoop:
     async def park(self) -> RunState:
         """End this leg ``WAITING``: the parked calls become tickets in the stored record."""
         ctx = self.ctx
+        if ctx.effects:
+            # Effects of what committed before the park, and of the Suspend decisions
+            # themselves (their outcome is the parked record): delivered once, now.
+            await self.phases.run_effects(_AFTER_TOOL)
         snapshot_id = new_id("snap_")
         tickets = [*ctx.kept_tickets, *ticket_parked_calls(ctx, snapshot_id)]
         return await self.finish(None, parked=parked_record(ctx, snapshot_id, tickets))

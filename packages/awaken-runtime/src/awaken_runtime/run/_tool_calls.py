@@ -93,14 +93,19 @@ class ToolCallExecutor:
         if best is None:
             ctx.gate_owner = None
             return None
-        # Only the winning decision contributes effects: a losing one never happened.
         ctx.gate_owner, decision = best
-        if decision.effects:
-            self.phases.stage_effects(ctx.gate_owner, decision.effects, tool=False)
         return decision
 
     async def _decided(self, call: ToolCall, decision: Decided, batch: list[StagedCommand]) -> None:
-        """Apply a gate's decision: park the call, block it, or record its short circuit."""
+        """Apply a gate's decision: park the call, block it, or record its short circuit.
+
+        Only the decision applied contributes effects: a losing one, or a Suspend
+        an approval overrode, never happened.
+        """
+        if decision.effects:
+            self.phases.stage_effects(
+                self.ctx.gate_owner or call.name, decision.effects, tool=False
+            )
         if isinstance(decision, Suspend):
             self.park(Parked(call, decision.await_reason, dict(decision.payload)))
         elif isinstance(decision, Schedule):
