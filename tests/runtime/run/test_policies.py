@@ -115,6 +115,53 @@ async def test_effects_of_a_batch_failing_on_a_capability_bound_never_run(
     assert seen == []
 
 
+async def test_a_batch_failing_both_a_bound_and_a_conflict_runs_no_effects(
+    make_runtime, make_plugin
+):
+    seen: list[Any] = []
+    plugins = [
+        counter(make_plugin, seen),
+        writer(make_plugin, "a", P.STEP_END, "k", effect=True),
+        writer(make_plugin, "b", P.STEP_END, "k", effect=True),
+        writer(make_plugin, "c", P.STEP_END, "secret", effect=True, bound_key="run:other"),
+    ]
+    state = await make_runtime(["one"], plugins=plugins).run()
+    # The bound is checked as commands are staged, before the conflict at commit.
+    assert isinstance(state.end_cause.failure, CapabilityBoundFailure)
+    assert seen == []
+    assert state.value("k", Scope.RUN) is None
+
+
+async def test_actions_scheduled_by_a_failed_batch_never_run(make_runtime, make_plugin):
+    ran: list[Any] = []
+
+    async def schedule(ctx: PhaseContext) -> HookReaction:
+        return HookReaction(
+            commands=[Command.set("k", "s", scope=Scope.RUN, merge=EXCL)],
+            schedule=[ScheduledAction(name="tick", point=P.RUN_END)],
+        )
+
+    async def tick(action: ScheduledAction, ctx: PhaseContext) -> None:
+        ran.append(action)
+
+    async def at_end(ctx: PhaseContext) -> None:
+        return None  # a RUN_END hook: its batch would commit leftover schedules
+
+    scheduler = make_plugin(
+        "sched",
+        CapabilityBound(
+            phase_hooks={P.STEP_END, P.RUN_END}, action_handlers={"tick"}, state_keys=["run:k"]
+        ),
+        Contributions(
+            phase_hooks={P.STEP_END: schedule, P.RUN_END: at_end}, action_handlers={"tick": tick}
+        ),
+    )
+    plugins = [scheduler, writer(make_plugin, "b", P.STEP_END, "k", effect=False)]
+    state = await make_runtime(["one"], plugins=plugins).run()
+    assert isinstance(state.end_cause.failure, StateConflictFailure)
+    assert ran == [] and state.pending_actions == []
+
+
 async def test_tool_effects_of_a_call_whose_batch_fails_never_run(make_runtime, make_plugin):
     seen: list[Any] = []
     plugins = [
