@@ -5,12 +5,18 @@ out-of-order call with a reason the model sees; an AFTER_TOOL hook records
 the transition once the prerequisite tool succeeded. The prompt can suggest
 an order, but only this plugin guarantees it.
 
+The gate checks state, not execution order: a response holding both
+``[lookup_order, issue_refund]`` runs the lookup first, but the refund was
+decided before the model saw the lookup's result, so it is blocked until a
+later step; and the amount must not exceed the total the lookup found.
+
 Run it offline:  python examples/flow_validation.py
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 from awaken_runtime import (
@@ -33,8 +39,11 @@ from awaken_runtime import (
     tool,
 )
 
-# Which orders were looked up in this thread: the workflow's state.
-LOOKED_UP = StateKey("refund_flow.looked_up", list[str], default=[], scope=Scope.THREAD)
+# Which orders were looked up in this thread, with the total found and when
+# (run id and step): the workflow's state.
+LOOKED_UP = StateKey(
+    "refund_flow.looked_up", dict[str, dict[str, Any]], default={}, scope=Scope.THREAD
+)
 
 
 @tool
@@ -79,10 +88,23 @@ class RefundFlowPlugin:
             if call.name != "issue_refund":
                 return None
             order = str(call.arguments.get("order_id"))
-            if order not in LOOKED_UP.get(ctx.store):
+            seen = LOOKED_UP.get(ctx.store).get(order)
+            if seen is None:
                 return Block(
                     reason=f"issue_refund needs lookup_order first: call lookup_order "
                     f"for order {order!r}, then retry the refund."
+                )
+            if (seen["run_id"], seen["step"]) == (ctx.run.run_id, ctx.run.step):
+                # Looked up in this same response: the model chose the amount blind.
+                return Block(
+                    reason=f"issue_refund needs lookup_order first: read the lookup of "
+                    f"order {order!r} (total {seen['total']:.2f}), then retry the refund."
+                )
+            amount = call.arguments.get("amount")
+            if not isinstance(amount, (int, float)) or not 0 < amount <= seen["total"]:
+                return Block(
+                    reason=f"refund amount {amount!r} must be positive and at most the "
+                    f"order total {seen['total']:.2f}."
                 )
             return None
 
@@ -92,9 +114,9 @@ class RefundFlowPlugin:
                 return None
             done = LOOKED_UP.get(ctx.store)
             order = str(call.arguments["order_id"])
-            if order in done:
-                return None
-            return HookReaction(commands=[LOOKED_UP.set([*done, order])])
+            found = json.loads(output.content)
+            entry = {"total": float(found["total"]), "run_id": ctx.run.run_id, "step": ctx.run.step}
+            return HookReaction(commands=[LOOKED_UP.set({**done, order: entry})])
 
         return Contributions(tool_gates=[gate], phase_hooks={PhaseHookPoint.AFTER_TOOL: record})
 

@@ -34,7 +34,7 @@ async def test_refund_before_lookup_is_blocked_then_allowed(example: ModuleType)
     assert "needs lookup_order first" in results[0][1]
     assert results[1][0] == "lookup_order" and results[1][2] is False
     assert results[2] == ("issue_refund", "refunded 42.00 on A-1", False)
-    assert state.value("refund_flow.looked_up", Scope.THREAD) == ["A-1"]
+    assert list(state.value("refund_flow.looked_up", Scope.THREAD)) == ["A-1"]
     assert state.end_cause.kind == "natural_end"
 
 
@@ -65,3 +65,35 @@ async def test_transition_persists_across_runs_of_the_thread(example: ModuleType
     second = await runtime.run("support", "now refund", thread_id="t")
     refund = [m for m in second.new_messages if m.role == "tool"][-1]
     assert refund.text == "refunded 1.00 on A-1"
+
+
+async def test_lookup_and_refund_in_one_response_is_blocked(example: ModuleType) -> None:
+    """Execution order is not enough: the model picked 9999 before it saw the 42.00 total."""
+    from awaken_runtime import ScriptedTurn, ToolCall
+
+    both = ScriptedTurn(
+        tool_calls=[
+            ToolCall(id="c1", name="lookup_order", arguments={"order_id": "A-1"}),
+            ToolCall(id="c2", name="issue_refund", arguments={"order_id": "A-1", "amount": 9999}),
+        ]
+    )
+    turns = [both, ScriptedTurn.call("issue_refund", {"order_id": "A-1", "amount": 42.0}), "ok"]
+    state = await example.build_runtime(turns).run("support", "Refund A-1", thread_id="t")
+    results = [(m.name, m.text) for m in state.new_messages if m.role == "tool"]
+    assert results[0][0] == "lookup_order"
+    assert results[1][0] == "issue_refund" and "read the lookup" in results[1][1]
+    assert results[2] == ("issue_refund", "refunded 42.00 on A-1")
+
+
+async def test_a_refund_above_the_looked_up_total_is_blocked(example: ModuleType) -> None:
+    from awaken_runtime import ScriptedTurn
+
+    turns = [
+        ScriptedTurn.call("lookup_order", {"order_id": "A-1"}),
+        ScriptedTurn.call("issue_refund", {"order_id": "A-1", "amount": 9999}),
+        "ok",
+    ]
+    state = await example.build_runtime(turns).run("support", "Refund A-1", thread_id="t")
+    refund = [m for m in state.new_messages if m.role == "tool"][-1]
+    assert refund.metadata.get("is_error") is True
+    assert "at most the order total 42.00" in refund.text

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 
 from awaken_runtime import (
     AgentConfigError,
+    CancellationToken,
     CapabilityBound,
     Contributions,
     LoopDetection,
@@ -139,9 +141,25 @@ async def test_plugin_stop_condition(make_runtime, make_plugin):
     assert stopped(await rig.run()) == "limiter: seen 2 steps"
 
 
-async def test_natural_end_is_not_overridden(make_runtime):
+async def test_a_final_answer_matching_stop_on_text_ends_stopped(make_runtime):
     rig = make_runtime(["FINAL ANSWER: 1"], stop=StopConfig(stop_on_text="FINAL"))
-    assert (await rig.run()).end_cause.kind == "natural_end"
+    assert stopped(await rig.run()) == "text match: 'FINAL' matched /FINAL/"
+
+
+async def test_a_final_answer_not_matching_stop_on_text_ends_naturally(make_runtime):
+    rig = make_runtime(["all done"], stop=StopConfig(stop_on_text="FINAL"))
+    state = await rig.run()
+    assert state.end_cause.kind == "natural_end" and state.final_text == "all done"
+
+
+async def test_a_plugin_stop_condition_applies_to_a_natural_end(make_runtime, make_plugin):
+    def always(ctx: PhaseContext) -> str | None:
+        return "enough"
+
+    plugin = make_plugin(
+        "limiter", CapabilityBound(stop_conditions=True), Contributions(stop_conditions=[always])
+    )
+    assert stopped(await make_runtime(["done"], plugins=[plugin]).run()) == "limiter: enough"
 
 
 def test_bad_regex_is_a_config_error(agent_config):
@@ -150,3 +168,40 @@ def test_bad_regex_is_a_config_error(agent_config):
     with pytest.raises(AgentConfigError, match="stop_on_text"):
         AgentConfig.from_dict({"id": "a", "model_binding": "m", "stop": {"stop_on_text": "("}})
     assert agent_config(stop={"timeout_s": 5}).stop.timeout_s == 5
+
+
+async def test_the_timeout_interrupts_a_long_tool_call(make_runtime):
+    started: list[bool] = []
+
+    @tool
+    async def crawl() -> str:
+        """Crawl for a very long time."""
+        started.append(True)
+        await asyncio.sleep(3600)
+        return "never"
+
+    rig = make_runtime(
+        [ScriptedTurn.call("crawl"), "done"], tools=[crawl], stop=StopConfig(timeout_s=0.2)
+    )
+    # wait_for only keeps a broken build from hanging the suite; it is not the assertion.
+    state = await asyncio.wait_for(rig.run(), 60)
+    assert started == [True]
+    assert stopped(state) == "timeout: ran 0.20s, limit 0.2s"
+    assert state.steps == 1
+
+
+async def test_a_user_cancel_is_still_cancelled_with_a_timeout_set(make_runtime):
+    token = CancellationToken()
+
+    @tool
+    async def crawl() -> str:
+        """Crawl, and have the user cancel the run meanwhile."""
+        asyncio.get_running_loop().call_later(0.05, token.cancel)
+        await asyncio.sleep(3600)
+        return "never"
+
+    rig = make_runtime(
+        [ScriptedTurn.call("crawl"), "done"], tools=[crawl], stop=StopConfig(timeout_s=30)
+    )
+    state = await asyncio.wait_for(rig.run(cancel=token), 60)
+    assert state.end_cause.kind == "cancelled"

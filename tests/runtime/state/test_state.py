@@ -434,6 +434,67 @@ def test_property_engine_store_equals_replay_of_log(all_batches: list[list[Stage
     assert [b.revision for b in engine.log] == list(range(1, engine.revision + 1))
 
 
+@st.composite
+def conflicting(draw: st.DrawFn) -> tuple[list[StagedCommand], tuple[Scope, str]]:
+    """A batch with exactly one broken rule: a second EXCLUSIVE write (any producer,
+    the same one included) or a second write under another merge policy."""
+    scope = draw(st.sampled_from([Scope.RUN, Scope.THREAD]))
+    key = draw(st.sampled_from(KEYS))
+    first_merge = draw(st.sampled_from(list(MergePolicy)))
+    if first_merge is MergePolicy.EXCLUSIVE:
+        second_merge = draw(st.sampled_from(list(MergePolicy)))
+    else:
+        second_merge = draw(st.sampled_from([m for m in MergePolicy if m is not first_merge]))
+    first_producer = draw(st.sampled_from(["p1", "p2", "call_1"]))
+    same = draw(st.booleans())
+    second_producer = first_producer if same else draw(st.sampled_from(["p1", "p2", "call_1"]))
+    others = [k for k in KEYS if k != key]
+    filler = [
+        StagedCommand("p3", Command.set(k, draw(json_values), scope=scope))
+        for k in draw(st.lists(st.sampled_from(others), unique=True, max_size=3))
+    ]
+    first = StagedCommand(first_producer, Command.set(key, 1, scope=scope, merge=first_merge))
+    if draw(st.booleans()):
+        second_cmd = Command.remove(key, scope=scope, merge=second_merge)
+    else:
+        second_cmd = Command.set(key, 2, scope=scope, merge=second_merge)
+    second = StagedCommand(second_producer, second_cmd)
+    at = draw(st.integers(0, len(filler)))
+    batch = [*filler[:at], first, *filler[at:], second]
+    return batch, (scope, key)
+
+
+@settings(max_examples=200, deadline=None)
+@given(batches(), conflicting())
+def test_property_conflicting_batch_raises_typed_and_changes_nothing(
+    before: list[list[StagedCommand]], bad: tuple[list[StagedCommand], tuple[Scope, str]]
+) -> None:
+    engine = StateEngine()
+    for i, batch in enumerate(before):
+        engine.commit(f"phase-{i}", batch)
+    store_before, log_before = engine.store.to_dict(), list(engine.log)
+    batch, (scope, key) = bad
+    with pytest.raises(StateConflictError) as info:
+        engine.commit("bad", batch)
+    assert (info.value.key, info.value.scope) == (key, scope.value)
+    first = next(e for e in batch if (e.command.scope, e.command.key) == (scope, key))
+    assert info.value.producers == (first.producer, batch[-1].producer)
+    assert engine.store.to_dict() == store_before
+    assert engine.log == log_before
+
+
+def test_exclusive_double_write_by_one_producer_conflicts() -> None:
+    engine = StateEngine()
+    with pytest.raises(StateConflictError) as info:
+        commit(
+            engine,
+            ("p", Command.set("k", 1, merge=MergePolicy.EXCLUSIVE)),
+            ("p", Command.set("k", 2, merge=MergePolicy.EXCLUSIVE)),
+        )
+    assert info.value.producers == ("p", "p")
+    assert engine.store.to_dict() == {} and engine.log == []
+
+
 # --- Store view ------------------------------------------------------------
 
 

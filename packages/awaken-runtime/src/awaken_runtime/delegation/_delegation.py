@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AGENT_RUN",
+    "MAX_DELEGATION_DEPTH",
+    "MAX_DESCENDANTS",
     "ChildOutcome",
     "ChildRunner",
     "DelegationRequest",
@@ -45,7 +47,15 @@ __all__ = [
 AGENT_RUN = "agent_run"
 """The id of the delegation tool."""
 
-ChildStatus = Literal["completed", "failed", "cancelled", "max_steps", "stopped", "waiting"]
+MAX_DELEGATION_DEPTH = 10
+"""Default: how many delegations deep a run's children may go."""
+MAX_DESCENDANTS = 40
+"""Default: how many sub-agent runs, all levels together, one step of a root run may
+start (a long run that delegates a little every step is not capped overall)."""
+
+ChildStatus = Literal[
+    "completed", "failed", "cancelled", "max_steps", "stopped", "waiting", "refused"
+]
 
 
 class ChildOutcome(BaseModel):
@@ -102,6 +112,10 @@ class ChildOutcome(BaseModel):
                     "child_run_id": self.run_id,
                     "child_thread_id": self.thread_id,
                     "child_ticket": self.tickets[0].model_dump(mode="json"),
+                    # What the parent has already counted of this child: a resume
+                    # reports the child's whole-run total, so it adds only the rest.
+                    "child_usage": self.usage.model_dump(mode="json"),
+                    "child_cost": self.cost,
                 },
             )
         body = {"agent_id": self.agent_id, "status": self.status, "result": self.text}
@@ -128,6 +142,18 @@ class DelegationRequest:
     context: dict[str, Any] | None = None
     inherited: Any = None
     """The parent's resolved agent, whose inheritable plugins also apply to the child."""
+    lineage: tuple[str, ...] = ()
+    """The agent ids from the root run down to the delegating parent."""
+    tree: DelegationTree | None = None
+    """The count of children started under the same root step (shared by the whole tree)."""
+
+
+@dataclass(slots=True)
+class DelegationTree:
+    """How many sub-agent runs have started under one step of a root run."""
+
+    step: int
+    started: int = 0
 
 
 @runtime_checkable
@@ -170,9 +196,23 @@ class ChildHost(Protocol):
 class NativeDelegationService:
     """Runs children in this process on the parent's runtime and store."""
 
-    def __init__(self, runtime: ChildHost, *, max_parallel: int = 4) -> None:
+    def __init__(
+        self,
+        runtime: ChildHost,
+        *,
+        max_parallel: int = 4,
+        max_depth: int = MAX_DELEGATION_DEPTH,
+        max_descendants: int = MAX_DESCENDANTS,
+    ) -> None:
+        if max_depth < 1 or max_descendants < 1:
+            raise ValueError(
+                f"max_depth and max_descendants must be at least 1 "
+                f"(got {max_depth} and {max_descendants})"
+            )
         self.runtime = runtime
         self.max_parallel = max_parallel
+        self.max_depth = max_depth
+        self.max_descendants = max_descendants
 
     def tool_id(self) -> str:
         """``agent_run``."""
@@ -183,12 +223,43 @@ class NativeDelegationService:
         return True
 
     async def delegate(self, request: DelegationRequest) -> ChildOutcome:
-        """Start the child on its own thread and run it to an end or a park."""
+        """Start the child on its own thread and run it to an end or a park.
+
+        A child beyond ``max_depth`` levels, or past ``max_descendants``
+        sub-agent runs under one step of the root run, is refused with a model-visible reason
+        naming the chain, before anything runs.
+        """
+        refused = self._refusal(request)
+        if refused is not None:
+            return refused
         text = request.prompt
         if request.context:
             text = f"{text}\n\nContext:\n{to_json(request.context, indent=2).decode()}"
         state = await self.runtime.run_child(request, text)
         return ChildOutcome.of(state)
+
+    def _refusal(self, request: DelegationRequest) -> ChildOutcome | None:
+        chain = " -> ".join([*request.lineage, request.agent_id])
+        reason = ""
+        if len(request.lineage) > self.max_depth:
+            reason = (
+                f"delegation depth limit: {chain} would be {len(request.lineage)} levels "
+                f"deep, limit {self.max_depth}; answer without delegating further"
+            )
+        elif request.tree is not None:
+            if request.tree.started >= self.max_descendants:
+                reason = (
+                    f"delegation limit: this step of the root run already started "
+                    f"{request.tree.started} sub-agent runs, limit {self.max_descendants} "
+                    f"(refused: {chain})"
+                )
+            else:
+                request.tree.started += 1
+        if not reason:
+            return None
+        return ChildOutcome(
+            agent_id=request.agent_id, run_id="", thread_id="", status="refused", reason=reason
+        )
 
     async def resume(
         self, request: DelegationRequest, ticket: ResumeTicket, decision: Decision
@@ -211,6 +282,8 @@ class ChildRunner:
     ) -> DelegationRequest:
         """A request bound to the parent's identity, cancellation and event sink."""
         run = self.parent
+        if not run.lineage and (run.tree is None or run.tree.step != run.step):
+            run.tree = DelegationTree(run.step)  # a root run: each step counts afresh
         return DelegationRequest(
             agent_id=agent_id,
             prompt=prompt,
@@ -221,6 +294,8 @@ class ChildRunner:
             cancel=run.cancel.child(),
             on_event=run.emit,
             inherited=run.agent,
+            lineage=(*run.lineage, run.config.id),
+            tree=run.tree,
             **extra,
         )
 
@@ -270,8 +345,25 @@ class ChildRunner:
         ticket = ResumeTicket.model_validate(payload["child_ticket"])
         request = self.request(payload["agent_id"], "", payload["child_thread_id"])
         outcome = await self.service.resume(request, ticket, decision)
-        self.roll_up(outcome)
+        # The parent restored its parked totals, which hold the child's legs so
+        # far: add only what the child used since (at every level of nesting).
+        counted = TokenUsage.model_validate(payload.get("child_usage") or {})
+        counted_cost = payload.get("child_cost")
+        cost = outcome.cost
+        if cost is not None and isinstance(counted_cost, (int, float)):
+            cost = max(0.0, cost - counted_cost)
+        self.parent.add_usage(_since(outcome.usage, counted), cost)
         return outcome
+
+
+def _since(total: TokenUsage, counted: TokenUsage) -> TokenUsage:
+    """``total`` minus what was ``counted`` before (never below zero)."""
+    return TokenUsage(
+        prompt_tokens=max(0, total.prompt_tokens - counted.prompt_tokens),
+        completion_tokens=max(0, total.completion_tokens - counted.completion_tokens),
+        cached_tokens=max(0, total.cached_tokens - counted.cached_tokens),
+        reasoning_tokens=max(0, total.reasoning_tokens - counted.reasoning_tokens),
+    )
 
 
 async def run_child_agent(

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from ..models._model import TokenUsage
+from ..plugins._actions import ScheduledAction
 from ..state._engine import Command
 from ..suspension._suspension import ResumeTicket
 from ._failures import EndCause, Phase
@@ -94,6 +95,8 @@ class RunFinish(_Event):
     final_text: str = ""
     usage: TokenUsage
     cost: float | None = None
+    pending_actions: list[ScheduledAction] = Field(default_factory=list)
+    """Scheduled actions the run ended before running (see ``RunState``)."""
 
 
 AgentEvent: TypeAlias = Annotated[

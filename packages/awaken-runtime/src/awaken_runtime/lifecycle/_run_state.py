@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..messages._message import Message
 from ..models._model import TokenUsage
+from ..plugins._actions import ScheduledAction
 from ..state._engine import CommittedBatch, Scope, StoreKey
 from ..suspension._suspension import ResumeTicket
 from ._failures import EndCause, Phase
@@ -38,6 +39,9 @@ class RunState(BaseModel):
     log: list[CommittedBatch] = Field(default_factory=list)
     state: dict[StoreKey, Any] = Field(default_factory=dict, exclude=True)
     tickets: list[ResumeTicket] = Field(default_factory=list)
+    pending_actions: list[ScheduledAction] = Field(default_factory=list)
+    """Scheduled actions never run because the run ended first (e.g. a time not yet
+    reached); kept in the run's state and reported here rather than dropped."""
     """For a ``WAITING`` run: one ticket per parked call."""
 
     @property

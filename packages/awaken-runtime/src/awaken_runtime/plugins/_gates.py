@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, TypeAlias
 
@@ -23,6 +24,7 @@ __all__ = [
     "Steer",
     "Suspend",
     "strongest",
+    "winner",
 ]
 
 
@@ -78,13 +80,26 @@ GateDecision: TypeAlias = Block | Suspend | ShortCircuit | Schedule
 """What a gate may decide; ``None`` (no decision) allows the call."""
 
 
-def strongest(decisions: list[GateDecision | None]) -> GateDecision | None:
-    """The winning decision: Block > Suspend > ShortCircuit > Schedule; first wins ties."""
-    best: GateDecision | None = None
-    for decision in decisions:
-        if decision is not None and (best is None or decision.rank > best.rank):
-            best = decision
+def winner(
+    decisions: Sequence[tuple[str, GateDecision | None]],
+) -> tuple[str, GateDecision] | None:
+    """The winning ``(gate owner, decision)``: Block > Suspend > ShortCircuit > Schedule.
+
+    Ties go to the first gate in order, so the reason the model sees and the
+    plugin owning a resume do not depend on how many gates come after it.
+    This is the one ranking of gate decisions; the loop calls it too.
+    """
+    best: tuple[str, GateDecision] | None = None
+    for owner, decision in decisions:
+        if decision is not None and (best is None or decision.rank > best[1].rank):
+            best = (owner, decision)
     return best
+
+
+def strongest(decisions: Sequence[GateDecision | None]) -> GateDecision | None:
+    """The winning decision of :func:`winner`, without its owner."""
+    best = winner([("", decision) for decision in decisions])
+    return best[1] if best is not None else None
 
 
 class Complete(BaseModel):

@@ -26,7 +26,7 @@ from ..plugins._context import (
 )
 from ..state._engine import Scope
 from ._phases import End, fail, interrupted
-from ._request import ReplacedContent
+from ._request import CONTEXT_COOLDOWNS, ReplacedContent
 from ._run_context import RunContext
 
 __all__ = ["Inference"]
@@ -36,6 +36,7 @@ _FILTER_SLOT = (_RUN, TOOL_FILTER)
 _CONTEXT_SLOT = (_RUN, CONTEXT_MESSAGES)
 _WINDOW_SLOT = (_RUN, REQUEST_WINDOW)
 _PARAMS_SLOT = (_RUN, INFERENCE_PARAMS)
+_COOLDOWN_SLOT = (_RUN, CONTEXT_COOLDOWNS)
 
 
 class Inference:
@@ -79,7 +80,11 @@ class Inference:
         else:
             if not isinstance(override, dict):
                 override = {}
-            entries = ctx.assembler.entries(raw_context, ctx.step) if raw_context else []
+            entries = (
+                ctx.assembler.entries(raw_context, ctx.step, data.get(_COOLDOWN_SLOT))
+                if raw_context
+                else []
+            )
             after = override.get("start_after_message_id")
             window = transcript.window(policy, after)
             messages = ctx.assembler.messages(window, transcript.last_user_index, entries)

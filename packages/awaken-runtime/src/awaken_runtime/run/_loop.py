@@ -12,6 +12,7 @@ the phase engine, inference and the tool-call executor.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING
 from .._errors import CapabilityBoundError
 from ..lifecycle._events import RunFinish, RunStart, StepEnd, StepStart
 from ..lifecycle._failures import (
+    Cancelled,
     CapabilityBoundFailure,
     EndCause,
     Error,
@@ -42,6 +44,7 @@ from ..tools._cancel import CancellationToken
 from ._inference import Inference
 from ._parking import close_open_calls, parked_record, ticket_parked_calls
 from ._phases import RUNTIME, End, PhaseEngine, bind, log
+from ._request import CONTEXT_COOLDOWNS
 from ._run_context import Emit, RunContext
 from ._stop import StopTracker
 from ._tool_calls import ToolCallExecutor
@@ -56,6 +59,7 @@ _RUN_START = PhaseHookPoint.RUN_START
 _STEP_START = PhaseHookPoint.STEP_START
 _BEFORE_INFERENCE = PhaseHookPoint.BEFORE_INFERENCE
 _AFTER_INFERENCE = PhaseHookPoint.AFTER_INFERENCE
+_AFTER_TOOL = PhaseHookPoint.AFTER_TOOL
 _STEP_END = PhaseHookPoint.STEP_END
 _RUN_END = PhaseHookPoint.RUN_END
 _RUN = Scope.RUN
@@ -120,7 +124,7 @@ class AgentLoop:
             # Without StepStart work nothing ran since the boundary that ended
             # the previous step (or started the run): no second check needed.
             phases.boundary()
-        if _BEFORE_INFERENCE in ctx.hooks:
+        if not phases.idle(_BEFORE_INFERENCE):
             await phases.phase(_BEFORE_INFERENCE, request=self.inference.base_request())
             phases.boundary()
         inference = self.inference
@@ -179,6 +183,11 @@ class AgentLoop:
                 clear.append(StagedCommand(RUNTIME, remove))
         if (_RUN, REQUEST_WINDOW) in data:
             clear.append(StagedCommand(RUNTIME, Command.remove(REQUEST_WINDOW, scope=_RUN)))
+        marks = self.ctx.assembler.take_marks()
+        if marks:
+            # Committed with the step, so a resumed leg keeps the cooldowns.
+            mark = Command.set(CONTEXT_COOLDOWNS, marks, scope=_RUN, merge=_COMM)
+            clear.append(StagedCommand(RUNTIME, mark))
         return clear
 
     async def end_step(self, outcome: EndCause | None) -> EndCause | None:
@@ -201,7 +210,9 @@ class AgentLoop:
                 )
             )
         phases.boundary()
-        if outcome is None and ctx.stop is not None:
+        # A natural end is a StepEnd like any other: a final answer that matches
+        # stop_on_text (or ends over a budget) ends Stopped, as documented.
+        if ctx.stop is not None and (outcome is None or isinstance(outcome, NaturalEnd)):
             tokens = ctx.totals()
             reason = ctx.stop.check(tokens[0] + tokens[1], ctx.cost)
             if reason is None:
@@ -232,6 +243,16 @@ class AgentLoop:
         config = ctx.config.stop
         wanted = not config.empty or bool(ctx.agent.stop_conditions)
         ctx.stop = StopTracker(config) if wanted else None
+        limit = config.timeout_s
+        if limit is not None:
+            # The timeout also interrupts a step in flight (a long tool call, a slow
+            # model): it cancels this leg's own child token, which ``finish`` reports
+            # as Stopped(timeout) rather than Cancelled.
+            token = ctx.cancel.child()
+            token.attach()
+            ctx.cancel = token
+            ctx.timeout_reason = reason = f"timeout: ran {limit:.2f}s, limit {limit:g}s"
+            ctx.deadline = asyncio.get_running_loop().call_later(limit, token.cancel, reason)
 
     async def drive(self, outcome: EndCause | None = None, *, first: bool = False) -> RunState:
         """Continue stepping until the run ends or parks, then finish."""
@@ -299,6 +320,10 @@ class AgentLoop:
     async def park(self) -> RunState:
         """End this leg ``WAITING``: the parked calls become tickets in the stored record."""
         ctx = self.ctx
+        if ctx.effects:
+            # Effects of what committed before the park, and of the Suspend decisions
+            # themselves (their outcome is the parked record): delivered once, now.
+            await self.phases.run_effects(_AFTER_TOOL)
         snapshot_id = new_id("snap_")
         tickets = [*ctx.kept_tickets, *ticket_parked_calls(ctx, snapshot_id)]
         return await self.finish(None, parked=parked_record(ctx, snapshot_id, tickets))
@@ -325,7 +350,13 @@ class AgentLoop:
         """RunEnd (unless parking), the last checkpoint and the leg's ``RunState``."""
         ctx = self.ctx
         phase = Phase.WAITING if parked is not None else Phase.ENDED
+        if ctx.deadline is not None:
+            ctx.deadline.cancel()
+            ctx.deadline = None
+            if isinstance(cause, Cancelled) and ctx.cancel.reason == ctx.timeout_reason:
+                cause = Stopped(reason=ctx.timeout_reason)
         if cause is not None:
+            self.phases.discard()
             if ctx.open_step:
                 # The thread keeps whole steps: drop what the unfinished step added...
                 ctx.transcript.rollback()
@@ -343,6 +374,8 @@ class AgentLoop:
                     cause = bound_failure(exc)
         await self.phases.checkpoint(self._run_record(phase, cause), parked, force=True)
         tickets = parked.tickets if parked is not None else []
+        # A waiting run keeps its pending actions for the resume; an ended one reports them.
+        pending = self.phases.unrun_actions() if parked is None else []
         final = ctx.final_text if isinstance(cause, NaturalEnd) else ""
         usage = ctx.usage
         state = RunState(
@@ -360,6 +393,7 @@ class AgentLoop:
             log=list(ctx.engine.log),
             state=dict(ctx.engine.data),
             tickets=tickets,
+            pending_actions=pending,
         )
         if ctx.emit is not None:
             ctx.emit(
@@ -373,6 +407,7 @@ class AgentLoop:
                     final_text=final,
                     usage=usage,
                     cost=ctx.cost,
+                    pending_actions=pending,
                 )
             )
         return state

@@ -105,9 +105,10 @@ class PhaseEngine:
     ) -> None:
         """Add ``cmds`` to ``batch``, each checked against ``plugin_id``'s bound."""
         if plugin_id is not None:
-            bound = self.ctx.agent.bounds[plugin_id]
+            ctx = self.ctx
+            bound, owners = ctx.agent.bounds[plugin_id], ctx.context_owners
             for command in cmds:
-                check_bound(bound, plugin_id, command)
+                check_bound(bound, plugin_id, command, owners)
                 batch.append(StagedCommand(producer, command))
         else:
             for command in cmds:
@@ -242,6 +243,32 @@ class PhaseEngine:
                 raise fail(PluginFailure(plugin_id=producer, hook="effects", message=message))
             ctx.effects.append((producer, effect))
 
+    def discard(self) -> None:
+        """Forget what was staged but never committed: its effects and new actions.
+
+        Every commit runs its effects right after it (``after_commit``), so
+        whatever is still queued when the run ends came from a batch that
+        failed (a capability bound, a state conflict, a plugin error) or was
+        cut short (a cancel): it must not reach a handler or the action table.
+        """
+        ctx = self.ctx
+        ctx.effects = []
+        ctx.new_actions = []
+
+    def unrun_actions(self) -> list[ScheduledAction]:
+        """The scheduled actions still pending (at run end: never to run; logged)."""
+        pending = self.ctx.engine.data.get(_ACTIONS_SLOT)
+        if not pending:
+            return []
+        actions = [ScheduledAction.model_validate(entry["action"]) for entry in pending.values()]
+        log.warning(
+            "run %s ended with %d scheduled action(s) never run: %s",
+            self.ctx.run_id,
+            len(actions),
+            ", ".join(a.name for a in actions),
+        )
+        return actions
+
     def actions_command(self, done: Sequence[str] = ()) -> StagedCommand:
         """The write replacing the pending-actions table: minus ``done``, plus new ones."""
         ctx = self.ctx
@@ -298,7 +325,9 @@ class PhaseEngine:
         """Run queued effects, then due scheduled actions until none remain."""
         ctx = self.ctx
         await self.run_effects(point)
-        for _round in range(MAX_ACTION_ROUNDS):
+        # One check more than rounds: MAX_ACTION_ROUNDS rounds may run, and only
+        # an action still due after the last of them is refused.
+        for rounds in range(MAX_ACTION_ROUNDS + 1):
             pending = ctx.engine.data.get(_ACTIONS_SLOT) or {}
             now = datetime.now(UTC)
             due = [
@@ -308,6 +337,8 @@ class PhaseEngine:
             ]
             if not due:
                 return
+            if rounds == MAX_ACTION_ROUNDS:
+                break
             batch: list[StagedCommand] = []
             calls = []
             for _aid, entry in due:

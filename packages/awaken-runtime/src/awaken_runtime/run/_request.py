@@ -18,9 +18,15 @@ from ..messages._message import Message
 from ..messages._transcript import ChainView, MessageView
 from ..plugins._context import BAND_ORDER, Band, ContextMessage
 
-__all__ = ["ReplacedContent", "RequestAssembler"]
+__all__ = ["CONTEXT_COOLDOWNS", "ReplacedContent", "RequestAssembler"]
 
 log = logging.getLogger("awaken_runtime")
+
+CONTEXT_COOLDOWNS = "awaken.context_cooldowns"
+"""Run-scope COMMUTATIVE key: ``{entry key: step it was last injected}``.
+
+Run state rather than an attribute of one leg, so a resumed leg keeps the
+cooldowns the parked one started."""
 
 
 class ReplacedContent(Sequence[Message]):
@@ -65,17 +71,32 @@ class ReplacedContent(Sequence[Message]):
 
 
 class RequestAssembler:
-    """Builds request message sequences for one run, applying context cooldowns."""
+    """Builds request message sequences for one run, applying context cooldowns.
 
-    __slots__ = ("_base_system", "_instructions", "_last_injected")
+    Cooldowns are read from run state (``CONTEXT_COOLDOWNS``); the steps at
+    which entries were injected since the last commit wait in ``marks`` for
+    the loop to stage them (``take_marks``).
+    """
+
+    __slots__ = ("_base_system", "_instructions", "marks")
 
     def __init__(self, instructions: str) -> None:
         self._instructions = instructions
         self._base_system = [Message.system(instructions)] if instructions else []
-        self._last_injected: dict[str, int] = {}
+        self.marks: dict[str, int] = {}
 
-    def entries(self, raw: dict[str, Any] | None, step: int) -> list[ContextMessage]:
-        """Context entries due at ``step``, sorted by (band, priority, key)."""
+    def take_marks(self) -> dict[str, int]:
+        """The injection steps not yet staged (and forget them)."""
+        marks, self.marks = self.marks, {}
+        return marks
+
+    def entries(
+        self, raw: dict[str, Any] | None, step: int, injected: dict[str, Any] | None = None
+    ) -> list[ContextMessage]:
+        """Context entries due at ``step``, sorted by (band, priority, key).
+
+        ``injected``: the committed ``CONTEXT_COOLDOWNS`` table.
+        """
         if not raw:
             return []
         due: list[ContextMessage] = []
@@ -86,10 +107,12 @@ class RequestAssembler:
                 log.warning("dropping malformed context message %r: %s", key, exc)
                 continue
             if entry.cooldown_steps:
-                last = self._last_injected.get(entry.key)
-                if last is not None and step - last <= entry.cooldown_steps:
+                last = self.marks.get(entry.key)
+                if last is None and injected:
+                    last = injected.get(entry.key)
+                if isinstance(last, int) and step - last <= entry.cooldown_steps:
                     continue
-                self._last_injected[entry.key] = step
+                self.marks[entry.key] = step
             due.append(entry)
         due.sort(key=lambda e: (BAND_ORDER[e.band], e.priority, e.key))
         return due

@@ -10,6 +10,7 @@ a context alone.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -25,7 +26,7 @@ from ._request import RequestAssembler
 
 if TYPE_CHECKING:
     from ..agents._resolve import ResolvedAgent
-    from ..delegation._delegation import ChildRunner
+    from ..delegation._delegation import ChildRunner, DelegationTree
     from ..lifecycle._events import AgentEvent
     from ..messages._message import Message, ToolCall
     from ..plugins._actions import ScheduledAction
@@ -92,6 +93,9 @@ class RunContext:
         self.cancel = cancel or CancellationToken()
         self.emit = emit
         self.parent_run_id: str | None = None
+        self.lineage: tuple[str, ...] = ()
+        """Agent ids from the root run down to this run's parent (for delegation limits)."""
+        self.tree: DelegationTree | None = None
         self.ticket_secret: bytes | None = None
         self.children: ChildRunner | None = None
         self.cancel_child: Callable[[str], Awaitable[object]] | None = None
@@ -122,6 +126,11 @@ class RunContext:
         self.stop: StopTracker | None = None
         self.effects: list[tuple[str, Effect]] = []
         self.new_actions: list[tuple[str, ScheduledAction]] = []
+        self.context_owners: dict[str, str] = {}
+        self.deadline: asyncio.TimerHandle | None = None
+        """The pending timeout of this leg (``AgentLoop.track_stops``)."""
+        self.timeout_reason: str | None = None
+        """Context key -> the plugin that created it (see ``check_bound``)."""
         self.parked: list[Parked] = []
         self.held: list[Message] = []
         """AFTER_TOOL hook messages, appended once the step's tool results are in."""

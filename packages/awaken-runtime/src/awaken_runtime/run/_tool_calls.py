@@ -22,7 +22,7 @@ from .._errors import ToolError
 from ..lifecycle._events import ToolCallDone, ToolCallReady
 from ..lifecycle._failures import Cancelled, ToolFailure
 from ..messages._message import Message, ToolCall, new_id
-from ..plugins._gates import AwaitReason, Block, Schedule, ShortCircuit, Suspend
+from ..plugins._gates import AwaitReason, Block, Schedule, ShortCircuit, Suspend, winner
 from ..plugins._plugin import PhaseHookPoint
 from ..state._engine import StagedCommand
 from ..suspension._suspension import SuspendCall
@@ -117,19 +117,23 @@ class ToolCallExecutor:
                 for pid, gate in gates
             ],
         )
-        best: Decided | None = None
-        ctx.gate_owner = None
-        for pid, decision in results:
-            if decision is None:
-                continue
-            if decision.effects:
-                self.phases.stage_effects(pid, decision.effects, tool=False)
-            if best is None or decision.rank > best.rank:
-                best, ctx.gate_owner = decision, pid
-        return best
+        best = winner(results)
+        if best is None:
+            ctx.gate_owner = None
+            return None
+        ctx.gate_owner, decision = best
+        return decision
 
     async def _decided(self, call: ToolCall, decision: Decided, batch: list[StagedCommand]) -> None:
-        """Apply a gate's decision: park the call, block it, or record its short circuit."""
+        """Apply a gate's decision: park the call, block it, or record its short circuit.
+
+        Only the decision applied contributes effects: a losing one, or a Suspend
+        an approval overrode, never happened.
+        """
+        if decision.effects:
+            self.phases.stage_effects(
+                self.ctx.gate_owner or call.name, decision.effects, tool=False
+            )
         if isinstance(decision, Suspend):
             self.park(Parked(call, decision.await_reason, dict(decision.payload)))
         elif isinstance(decision, Schedule):

@@ -8,6 +8,11 @@ from typing import TYPE_CHECKING, Any
 from .._errors import DuplicateIdError
 from ..agents._config import AgentConfig
 from ..agents._resolve import Registries
+from ..delegation._delegation import (
+    MAX_DELEGATION_DEPTH,
+    MAX_DESCENDANTS,
+    NativeDelegationService,
+)
 from ..models._model import LlmExecutor, ModelSpec
 from ..plugins._discovery import Discovery, discover
 from ..plugins._plugin import Plugin
@@ -37,6 +42,7 @@ class AgentRuntimeBuilder:
         self._reg = Registries()
         self._store: ThreadStore | None = None
         self._secret: bytes | None = None
+        self._limits: tuple[int, int] | None = None
 
     @staticmethod
     def _put(table: dict[str, Any], kind: str, item_id: str, value: Any) -> None:
@@ -100,6 +106,16 @@ class AgentRuntimeBuilder:
         self._secret = secret
         return self
 
+    def with_delegation_limits(
+        self, *, max_depth: int = MAX_DELEGATION_DEPTH, max_descendants: int = MAX_DESCENDANTS
+    ) -> AgentRuntimeBuilder:
+        """Bound native sub-agents: how deep delegation may nest, and how many sub-agent
+        runs (all levels together) one step of a root run may start. A child past either
+        limit is refused with a model-visible reason naming the chain (defaults: 10
+        levels, 40 runs per root step)."""
+        self._limits = (max_depth, max_descendants)
+        return self
+
     def build(self) -> Runtime:
         """Freeze the registries (merging discovered items) and return a :class:`Runtime`."""
         reg = Registries(
@@ -123,4 +139,10 @@ class AgentRuntimeBuilder:
                 for name in (failure.source, failure.distribution):
                     if name and name not in reg.plugins:
                         reg.unavailable_plugins.setdefault(name, failure)
-        return Runtime(reg, store=self._store, discovery=found, ticket_secret=self._secret)
+        runtime = Runtime(reg, store=self._store, discovery=found, ticket_secret=self._secret)
+        if self._limits is not None:
+            depth, descendants = self._limits
+            runtime.delegation = NativeDelegationService(
+                runtime, max_depth=depth, max_descendants=descendants
+            )
+        return runtime

@@ -279,6 +279,7 @@ class Runtime:
             loop = self._new_loop(resolved, binding, parked.run_id, cancel, on_event)
             if parent is not None:
                 loop.ctx.parent_run_id = parent.parent_run_id
+                loop.ctx.lineage, loop.ctx.tree = parent.lineage, parent.tree
             legs = Resumer(loop)
             legs.restore(snapshot, parked)
             stored = {t.ticket_id: t for t in parked.tickets}
@@ -306,6 +307,7 @@ class Runtime:
                 resolved, binding, new_id("run_"), request.cancel, request.on_event
             )
             loop.ctx.parent_run_id = request.parent_run_id
+            loop.ctx.lineage, loop.ctx.tree = request.lineage, request.tree
             return await loop.run(snapshot, [Message.user(text)])
 
     async def resume_child(
