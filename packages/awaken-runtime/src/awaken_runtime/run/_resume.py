@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from pydantic_core import to_json
 
-from .._errors import CapabilityBoundError
+from .._errors import CapabilityBoundError, VersionConflict
 from ..lifecycle._failures import Cancelled
 from ..lifecycle._run_state import RunState
 from ..messages._message import ToolCall, new_id
@@ -27,6 +27,7 @@ from ..suspension._suspension import (
     ParkedRun,
     Replay,
     Respond,
+    ResumeRejected,
     ResumeTicket,
     SuspendCall,
 )
@@ -70,13 +71,21 @@ class Resumer:
     async def claim(self, parked: ParkedRun, ticket_ids: Sequence[str]) -> None:
         """Take the decided tickets out of the stored record before anything runs.
 
-        Two resumers that loaded the same version race here; the loser gets
-        ``VersionConflict`` before it executes anything, so no call runs twice.
+        ``parked`` must come from the snapshot ``restore`` was given: the claim
+        commits at that snapshot's version, so of two resumers that checked the
+        same tickets only one commits; the other gets ``ResumeRejected``
+        before it executes anything, so no call runs twice.
         """
         claimed = set(ticket_ids)
         kept = [t for t in parked.tickets if t.ticket_id not in claimed]
         record = parked_record(self.loop.ctx, parked.snapshot_id, kept)
-        await self.loop.phases.checkpoint(parked=record, force=True)
+        try:
+            await self.loop.phases.checkpoint(parked=record, force=True)
+        except VersionConflict as exc:
+            raise ResumeRejected(
+                f"another resume or run changed thread {self.loop.ctx.binding.thread_id!r} "
+                f"after these tickets were checked (it claimed them first): {exc}"
+            ) from exc
 
     async def resume(
         self, parked: ParkedRun, decisions: Sequence[tuple[ResumeTicket, Decision]]

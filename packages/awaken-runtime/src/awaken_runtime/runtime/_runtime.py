@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from .._errors import AgentConfigError, VersionConflict
+from .._errors import AgentConfigError
 from ..agents._resolve import ExecutableAgentSnapshot, Registries, ResolvedAgent, resolve_agent
 from ..delegation._delegation import (
     ChildRunner,
@@ -27,7 +27,7 @@ from ..run._loop import AgentLoop
 from ..run._resume import Resumer
 from ..stores._lease import hold_lease
 from ..stores._memory import InMemoryStore
-from ..stores._thread_store import ScopeBinding, ThreadStore
+from ..stores._thread_store import ScopeBinding, ThreadSnapshot, ThreadStore
 from ..suspension._suspension import (
     Decision,
     ParkedRun,
@@ -197,17 +197,42 @@ class Runtime:
 
     # -- resuming ----------------------------------------------------------------
 
-    async def _check(
-        self, thread_id: str, tickets: Sequence[ResumeTicket]
-    ) -> tuple[ParkedRun, ResolvedAgent]:
-        """Validate tickets against the stored copies; raise ``ResumeRejected``."""
-        snapshot = await self.store.load(ScopeBinding(thread_id, "default", "default"))
+    async def _load_parked(self, thread_id: str) -> tuple[ThreadSnapshot, ParkedRun]:
+        """The snapshot (bound to the waiting run's scopes) and its parked record.
+
+        Whatever is checked and claimed afterwards comes from this one
+        snapshot: checking one version and claiming against another would let
+        two resumers both pass the check and both claim.
+        """
+        default = ScopeBinding(thread_id, "default", "default")
+        snapshot = await self.store.load(default)
         parked = snapshot.parked
+        if parked is not None and (parked.profile_id, parked.namespace) != ("default", "default"):
+            # The run binds other scopes: reload with them, then trust only this load.
+            snapshot = await self.store.load(
+                ScopeBinding(thread_id, parked.profile_id, parked.namespace)
+            )
+            again = snapshot.parked
+            if again is not None and (again.profile_id, again.namespace) != (
+                parked.profile_id,
+                parked.namespace,
+            ):
+                raise ResumeRejected(
+                    f"thread {thread_id!r} was resumed or re-parked while this resume "
+                    f"loaded it; load its tickets again"
+                )
+            parked = again
         if parked is None:
             raise ResumeRejected(
                 f"thread {thread_id!r} has no waiting run (already resumed, cancelled, "
                 f"or never parked)"
             )
+        return snapshot, parked
+
+    def _check(
+        self, thread_id: str, parked: ParkedRun, tickets: Sequence[ResumeTicket]
+    ) -> ResolvedAgent:
+        """Validate tickets against the stored copies; raise ``ResumeRejected``."""
         check_tickets(parked, thread_id, tickets)
         try:
             resolved = self._agent(parked.agent_id)
@@ -219,7 +244,7 @@ class Runtime:
                 f"{parked.fingerprint[:12]}… then, {resolved.snapshot.fingerprint[:12]}… now): "
                 f"its tools, plugins, plugin config or model differ; start a new run"
             )
-        return parked, resolved
+        return resolved
 
     async def resume(
         self,
@@ -271,23 +296,19 @@ class Runtime:
             raise ResumeRejected("all tickets of one resume must belong to the same thread")
         thread_id = thread_ids.pop()
         async with self._lock(thread_id), hold_lease(self.store, thread_id):
-            parked, resolved = await self._check(thread_id, [t for t, _ in pairs])
+            # Check and claim against one load: the claim commits at its version.
+            snapshot, parked = await self._load_parked(thread_id)
+            resolved = self._check(thread_id, parked, [t for t, _ in pairs])
             if parent is not None and parent.inherited is not None:
                 resolved = resolved.with_inherited(parent.inherited)
             binding = ScopeBinding(thread_id, parked.profile_id, parked.namespace)
-            snapshot = await self.store.load(binding)
             loop = self._new_loop(resolved, binding, parked.run_id, cancel, on_event)
             if parent is not None:
                 loop.ctx.parent_run_id = parent.parent_run_id
             legs = Resumer(loop)
             legs.restore(snapshot, parked)
             stored = {t.ticket_id: t for t in parked.tickets}
-            try:
-                await legs.claim(parked, [t.ticket_id for t, _ in pairs])
-            except VersionConflict as exc:
-                raise ResumeRejected(
-                    f"another resume of thread {thread_id!r} claimed these tickets first: {exc}"
-                ) from exc
+            await legs.claim(parked, [t.ticket_id for t, _ in pairs])
             return await legs.resume(parked, [(stored[t.ticket_id], d) for t, d in pairs])
 
     # -- sub-agents --------------------------------------------------------------
@@ -326,13 +347,9 @@ class Runtime:
     ) -> RunState:
         """End the thread's waiting run as ``Cancelled``; its parked calls get error results."""
         async with self._lock(thread_id), hold_lease(self.store, thread_id):
-            snapshot = await self.store.load(ScopeBinding(thread_id, "default", "default"))
-            parked = snapshot.parked
-            if parked is None:
-                raise ResumeRejected(f"thread {thread_id!r} has no waiting run to cancel")
+            snapshot, parked = await self._load_parked(thread_id)
             resolved = self._agent(parked.agent_id)
             binding = ScopeBinding(thread_id, parked.profile_id, parked.namespace)
-            snapshot = await self.store.load(binding)
             loop = self._new_loop(resolved, binding, parked.run_id, None, on_event)
             legs = Resumer(loop)
             legs.restore(snapshot, parked)
