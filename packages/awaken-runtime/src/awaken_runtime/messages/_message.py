@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "PROVIDER_CALL_IDS",
     "ContentPart",
     "Message",
     "Role",
@@ -21,6 +22,10 @@ __all__ = [
 ]
 
 Role = Literal["system", "user", "assistant", "tool"]
+
+PROVIDER_CALL_IDS = "provider_call_ids"
+"""Assistant-message metadata key: ``{runtime call id: provider call id}`` for calls
+whose provider id was not unique (see ``messages/_call_ids.py``)."""
 
 
 def _reseed() -> None:
@@ -118,6 +123,8 @@ class Message(BaseModel):
 def to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
     """Convert messages to OpenAI chat-completions dicts (the format litellm speaks)."""
     out: list[dict[str, Any]] = []
+    # Calls the runtime gave fresh ids go out under the provider's own ids again.
+    provider_ids: dict[str, str] = {}
     for msg in messages:
         item: dict[str, Any] = {"role": msg.role}
         if isinstance(msg.content, list):
@@ -125,9 +132,12 @@ def to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
         else:
             item["content"] = msg.content
         if msg.tool_calls:
+            renamed = msg.metadata.get(PROVIDER_CALL_IDS) if msg.metadata else None
+            if renamed:
+                provider_ids.update(renamed)
             item["tool_calls"] = [
                 {
-                    "id": call.id,
+                    "id": provider_ids.get(call.id, call.id) if renamed else call.id,
                     "type": "function",
                     "function": {
                         "name": call.name,
@@ -137,7 +147,8 @@ def to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
                 for call in msg.tool_calls
             ]
         if msg.tool_call_id is not None:
-            item["tool_call_id"] = msg.tool_call_id
+            call_id = msg.tool_call_id
+            item["tool_call_id"] = provider_ids.get(call_id, call_id) if provider_ids else call_id
         if msg.name is not None:
             item["name"] = msg.name
         out.append(item)

@@ -29,7 +29,8 @@ from ..lifecycle._failures import (
     Stopped,
 )
 from ..lifecycle._run_state import RunState
-from ..messages._message import Message, new_id
+from ..messages._call_ids import call_ids_of, unique_calls
+from ..messages._message import PROVIDER_CALL_IDS, Message, new_id
 from ..messages._transcript import Transcript
 from ..models._model import TokenUsage
 from ..plugins._context import CONTEXT_MESSAGES, INFERENCE_PARAMS, REQUEST_WINDOW, TOOL_FILTER
@@ -127,6 +128,17 @@ class AgentLoop:
         response = await inference.infer(inference.request())
         # Locals: each attribute read on a pydantic model takes its slow path.
         text, tool_calls, usage = response.text, response.tool_calls, response.usage
+        metadata: dict[str, object] = {}
+        if tool_calls:
+            seen = ctx.call_ids
+            if seen is None:
+                seen = ctx.call_ids = call_ids_of(ctx.transcript.view())
+            tool_calls, renamed = unique_calls(tool_calls, seen)
+            if renamed is not None:
+                # Hooks, results and tickets all see the runtime's ids from here on.
+                response = response.model_copy(update={"tool_calls": list(tool_calls)})
+                if renamed:
+                    metadata[PROVIDER_CALL_IDS] = renamed
         if stop is not None:
             stop.on_text(text)
         ctx.step_usage = usage
@@ -137,13 +149,15 @@ class AgentLoop:
         if step_cost is not None:
             ctx.cost = (ctx.cost or 0.0) + step_cost
         reasoning = response.reasoning
+        if reasoning:
+            metadata["reasoning"] = reasoning
         ctx.transcript.append(
             Message(
                 id=new_id(),
                 role="assistant",
                 content=text or None,
                 tool_calls=list(tool_calls) or None,
-                metadata={"reasoning": reasoning} if reasoning else {},
+                metadata=metadata,
             )
         )
         data = ctx.engine.data

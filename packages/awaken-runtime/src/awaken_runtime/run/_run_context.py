@@ -130,6 +130,8 @@ class RunContext:
         self.decision: Any = None
         self.ticket: Any = None
         self.applying: str | None = None
+        self.call_ids: set[str] | None = None
+        """Tool-call ids in the transcript (built on the leg's first call), kept unique."""
         self.open_step = False
         self.resumed = False
         self.started_at: datetime | None = None
