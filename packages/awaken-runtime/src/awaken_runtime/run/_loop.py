@@ -30,7 +30,7 @@ from ..lifecycle._failures import (
 )
 from ..lifecycle._run_state import RunState
 from ..messages._call_ids import call_ids_of, unique_calls
-from ..messages._message import PROVIDER_CALL_IDS, Message, new_id
+from ..messages._message import PROVIDER_CALL_IDS, Message, new_id, with_depth_limit
 from ..messages._transcript import Transcript
 from ..models._model import TokenUsage
 from ..plugins._context import CONTEXT_MESSAGES, INFERENCE_PARAMS, REQUEST_WINDOW, TOOL_FILTER
@@ -134,6 +134,13 @@ class AgentLoop:
             if seen is None:
                 seen = ctx.call_ids = call_ids_of(ctx.transcript.view())
             tool_calls, renamed = unique_calls(tool_calls, seen)
+            # Poison arguments become an argument error before anything is stored.
+            for i, call in enumerate(tool_calls):
+                checked = with_depth_limit(call)
+                if checked is not call:
+                    if renamed is None:
+                        tool_calls, renamed = list(tool_calls), {}
+                    tool_calls[i] = checked
             if renamed is not None:
                 # Hooks, results and tickets all see the runtime's ids from here on.
                 response = response.model_copy(update={"tool_calls": list(tool_calls)})

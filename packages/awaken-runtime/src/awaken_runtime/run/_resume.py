@@ -15,7 +15,7 @@ from pydantic_core import to_json
 from .._errors import CapabilityBoundError, VersionConflict
 from ..lifecycle._failures import Cancelled
 from ..lifecycle._run_state import RunState
-from ..messages._message import ToolCall, new_id
+from ..messages._message import ToolCall, new_id, with_depth_limit
 from ..messages._transcript import Transcript
 from ..plugins._gates import AwaitReason
 from ..state._engine import Scope
@@ -145,7 +145,10 @@ class Resumer:
         elif isinstance(decision, Approve):
             await calls.call(call, approved=True)
         elif isinstance(decision, Replay):
-            await calls.call(call.model_copy(update={"arguments": decision.arguments}))
+            replayed = call.model_copy(
+                update={"arguments": decision.arguments, "parse_error": None}
+            )
+            await calls.call(with_depth_limit(replayed))
         elif isinstance(decision, Deny):
             output = ToolOutput.error(f"The call was denied: {decision.reason}")
             await calls.record(call, output, "blocked", [])
