@@ -34,7 +34,7 @@ from ..suspension._suspension import (
 from ..tools._tool import ToolOutput
 from ._loop import AgentLoop, bound_failure
 from ._parking import close_open_calls, parked_record, ticket_parked_calls
-from ._phases import End
+from ._phases import End, lease_lost
 from ._run_context import Parked
 
 __all__ = ["Resumer"]
@@ -111,6 +111,8 @@ class Resumer:
             return await loop.finish(end.cause)
         except CapabilityBoundError as exc:
             return await loop.finish(bound_failure(exc))
+        except VersionConflict as exc:
+            return await loop.finish(lease_lost(ctx.binding.thread_id, str(exc)))
         if ctx.parked or ctx.kept_tickets:
             return await loop.park()
         ctx.release_held()

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from ..plugins._gates import AwaitReason
     from ..state._effects import Effect
     from ..state._engine import Command
+    from ..stores._lease import LeaseGuard
     from ..stores._thread_store import ScopeBinding, ThreadStore
     from ..suspension._suspension import ResumeTicket
     from ..tools._tool import Tool
@@ -130,6 +131,8 @@ class RunContext:
         self.decision: Any = None
         self.ticket: Any = None
         self.applying: str | None = None
+        self.lease: LeaseGuard | None = None
+        """The thread's lease (stores with leases): checked before anything executes."""
         self.call_ids: set[str] | None = None
         """Tool-call ids in the transcript (built on the leg's first call), kept unique."""
         self.open_step = False

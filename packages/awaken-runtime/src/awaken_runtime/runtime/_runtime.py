@@ -25,7 +25,7 @@ from ..messages._message import Message, new_id
 from ..plugins._discovery import Discovery
 from ..run._loop import AgentLoop
 from ..run._resume import Resumer
-from ..stores._lease import hold_lease
+from ..stores._lease import LeaseGuard, guard_lease
 from ..stores._memory import InMemoryStore
 from ..stores._thread_store import ScopeBinding, ThreadSnapshot, ThreadStore
 from ..suspension._suspension import (
@@ -118,9 +118,11 @@ class Runtime:
         run_id: str,
         cancel: CancellationToken | None,
         emit: EventSink | None,
+        lease: LeaseGuard | None,
     ) -> AgentLoop:
         loop = AgentLoop(resolved, self.store, binding, run_id, cancel=cancel, emit=emit)
         ctx = loop.ctx
+        ctx.lease = lease
         ctx.ticket_secret = self.ticket_secret
         ctx.children = ChildRunner(self.delegation, ctx)
         ctx.cancel_child = self._cancel_child
@@ -170,14 +172,19 @@ class Runtime:
         """
         resolved = self._agent(agent)
         binding = ScopeBinding(thread_id or new_id("thread_"), profile_id, namespace)
-        async with self._lock(binding.thread_id), hold_lease(self.store, binding.thread_id):
+        async with (
+            self._lock(binding.thread_id),
+            guard_lease(self.store, binding.thread_id) as lease,
+        ):
             snapshot = await self.store.load(binding)
             if snapshot.parked is not None:
                 raise ThreadBusy(
                     f"thread {binding.thread_id!r} has run {snapshot.parked.run_id!r} waiting "
                     f"for {len(snapshot.parked.tickets)} decision(s); resume or cancel it first"
                 )
-            loop = self._new_loop(resolved, binding, run_id or new_id("run_"), cancel, on_event)
+            loop = self._new_loop(
+                resolved, binding, run_id or new_id("run_"), cancel, on_event, lease
+            )
             return await loop.run(snapshot, _input_messages(input))
 
     async def stream(
@@ -295,14 +302,14 @@ class Runtime:
         if len(thread_ids) != 1:
             raise ResumeRejected("all tickets of one resume must belong to the same thread")
         thread_id = thread_ids.pop()
-        async with self._lock(thread_id), hold_lease(self.store, thread_id):
+        async with self._lock(thread_id), guard_lease(self.store, thread_id) as lease:
             # Check and claim against one load: the claim commits at its version.
             snapshot, parked = await self._load_parked(thread_id)
             resolved = self._check(thread_id, parked, [t for t, _ in pairs])
             if parent is not None and parent.inherited is not None:
                 resolved = resolved.with_inherited(parent.inherited)
             binding = ScopeBinding(thread_id, parked.profile_id, parked.namespace)
-            loop = self._new_loop(resolved, binding, parked.run_id, cancel, on_event)
+            loop = self._new_loop(resolved, binding, parked.run_id, cancel, on_event, lease)
             if parent is not None:
                 loop.ctx.parent_run_id = parent.parent_run_id
             legs = Resumer(loop)
@@ -319,12 +326,15 @@ class Runtime:
         if request.inherited is not None:
             resolved = resolved.with_inherited(request.inherited)
         binding = ScopeBinding(request.thread_id, request.profile_id, request.namespace)
-        async with self._lock(binding.thread_id), hold_lease(self.store, binding.thread_id):
+        async with (
+            self._lock(binding.thread_id),
+            guard_lease(self.store, binding.thread_id) as lease,
+        ):
             snapshot = await self.store.load(binding)
             if snapshot.parked is not None:
                 raise ThreadBusy(f"child thread {binding.thread_id!r} has a waiting run")
             loop = self._new_loop(
-                resolved, binding, new_id("run_"), request.cancel, request.on_event
+                resolved, binding, new_id("run_"), request.cancel, request.on_event, lease
             )
             loop.ctx.parent_run_id = request.parent_run_id
             return await loop.run(snapshot, [Message.user(text)])
@@ -346,11 +356,11 @@ class Runtime:
         self, thread_id: str, *, on_event: EventSink | None = None
     ) -> RunState:
         """End the thread's waiting run as ``Cancelled``; its parked calls get error results."""
-        async with self._lock(thread_id), hold_lease(self.store, thread_id):
+        async with self._lock(thread_id), guard_lease(self.store, thread_id) as lease:
             snapshot, parked = await self._load_parked(thread_id)
             resolved = self._agent(parked.agent_id)
             binding = ScopeBinding(thread_id, parked.profile_id, parked.namespace)
-            loop = self._new_loop(resolved, binding, parked.run_id, None, on_event)
+            loop = self._new_loop(resolved, binding, parked.run_id, None, on_event, lease)
             legs = Resumer(loop)
             legs.restore(snapshot, parked)
             return await legs.cancel_parked(parked)
