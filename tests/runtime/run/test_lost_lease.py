@@ -68,6 +68,27 @@ def work_tool(store: Any, executed: list[int], *, steal_on: int | None, commit: 
     return work
 
 
+async def run_until_stolen(
+    make_runtime: Any, store: Any, turns: list[Any], *, commit: bool = False
+) -> tuple[Any, Any, list[int]]:
+    """Run ``turns`` whose first ``work`` call loses the thread to a thief: (rig, state,
+    executed)."""
+    executed: list[int] = []
+    rig = make_runtime(
+        turns, tools=[work_tool(store, executed, steal_on=1, commit=commit)], store=store
+    )
+    return rig, await rig.run("go", thread_id=THREAD), executed
+
+
+def assert_lease_lost(state: Any, unrecorded: tuple[str, ...] = ()) -> Any:
+    cause = state.end_cause
+    assert isinstance(cause, Error) and cause.failure.kind == "lease_lost", cause
+    assert cause.failure.thread_id == THREAD
+    assert cause.failure.unrecorded_call_ids == unrecorded
+    assert state.phase is Phase.ENDED
+    return cause
+
+
 def tool_results(messages: list[Message]) -> dict[str | None, str]:
     return {m.tool_call_id: m.text for m in messages if m.role == "tool"}
 
@@ -77,20 +98,11 @@ async def test_a_run_whose_lease_was_taken_executes_nothing_more(
     make_runtime: Any, tmp_path: Path, kind: str
 ) -> None:
     store = make_store(kind, tmp_path)
-    executed: list[int] = []
-    rig = make_runtime(
-        [two_calls(), "never asked"],
-        tools=[work_tool(store, executed, steal_on=1, commit=False)],
-        store=store,
-    )
-    state = await rig.run("go", thread_id=THREAD)
+    rig, state, executed = await run_until_stolen(make_runtime, store, [two_calls(), "never"])
     assert executed == [1], "a call ran after the lease was lost"
     assert len(rig.executor.requests) == 1
-    cause = state.end_cause
-    assert isinstance(cause, Error) and cause.failure.kind == "lease_lost", cause
-    assert cause.failure.thread_id == THREAD
+    cause = assert_lease_lost(state)
     assert "taken by another run" in cause.failure.message
-    assert cause.failure.unrecorded_call_ids == ()
     # The executed call is recorded; the other was answered as not executed.
     snap = await store.load(BINDING)
     results = tool_results(snap.messages)
@@ -105,17 +117,11 @@ async def test_a_lost_lease_is_noticed_before_the_next_inference(
     make_runtime: Any, tmp_path: Path, kind: str
 ) -> None:
     store = make_store(kind, tmp_path)
-    executed: list[int] = []
     one_call = ScriptedTurn(tool_calls=[ToolCall(id="c1", name="work", arguments={"n": 1})])
-    rig = make_runtime(
-        [one_call, "never asked"],
-        tools=[work_tool(store, executed, steal_on=1, commit=False)],
-        store=store,
-    )
-    state = await rig.run("go", thread_id=THREAD)
+    rig, state, executed = await run_until_stolen(make_runtime, store, [one_call, "never"])
     assert executed == [1]
     assert len(rig.executor.requests) == 1, "the model was asked after the lease was lost"
-    assert isinstance(state.end_cause, Error) and state.end_cause.failure.kind == "lease_lost"
+    assert_lease_lost(state)
     snap = await store.load(BINDING)
     assert tool_results(snap.messages) == {"c1": "did 1"}  # its step was checkpointed
 
@@ -125,18 +131,11 @@ async def test_when_the_new_holder_committed_the_executed_call_is_reported_unrec
     make_runtime: Any, tmp_path: Path, kind: str
 ) -> None:
     store = make_store(kind, tmp_path)
-    executed: list[int] = []
-    rig = make_runtime(
-        [two_calls(), "never asked"],
-        tools=[work_tool(store, executed, steal_on=1, commit=True)],
-        store=store,
-    )
-    state = await rig.run("go", thread_id=THREAD)  # no VersionConflict escapes
+    _rig, state, executed = await run_until_stolen(
+        make_runtime, store, [two_calls(), "never"], commit=True
+    )  # no VersionConflict escapes
     assert executed == [1]
-    cause = state.end_cause
-    assert isinstance(cause, Error) and cause.failure.kind == "lease_lost"
-    assert cause.failure.unrecorded_call_ids == ("c1",)
-    assert state.phase is Phase.ENDED
+    assert_lease_lost(state, unrecorded=("c1",))
     # The store keeps the new holder's write and nothing of the lost run's step.
     snap = await store.load(BINDING)
     assert [m.text for m in snap.messages if m.role == "user"] == ["go", "thief"]
@@ -169,9 +168,7 @@ async def test_a_store_without_leases_reports_a_concurrent_writer_as_a_typed_fai
     state = await rig.run("go", thread_id=THREAD)
     assert executed == [1]
     assert len(rig.executor.requests) == 1
-    cause = state.end_cause
-    assert isinstance(cause, Error) and cause.failure.kind == "lease_lost"
-    assert cause.failure.unrecorded_call_ids == ("c1",)
+    assert_lease_lost(state, unrecorded=("c1",))
 
 
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])
@@ -232,8 +229,7 @@ async def test_a_resume_that_loses_its_lease_runs_no_further_decided_call(
     assert parked.phase is Phase.WAITING and len(parked.tickets) == 2
     state = await rig.runtime.resume_many([(t, Approve()) for t in parked.tickets])
     assert executed == [1]
-    cause = state.end_cause
-    assert isinstance(cause, Error) and cause.failure.kind == "lease_lost", cause
+    assert_lease_lost(state)
     snap = await store.load(BINDING)
     results = tool_results(snap.messages)
     assert results["c1"] == "did 1"
