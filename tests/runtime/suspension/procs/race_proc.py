@@ -1,7 +1,8 @@
 """Helper for ``test_racing_resumes.py``: the agent, a port-only store, and a resumer process.
 
     python race_proc.py park   DB_FILE OUT_FILE
-    python race_proc.py resume DB_FILE OUT_FILE TICKET_FILE GO_FILE EXEC_FILE [port-only] [STALE]
+    python race_proc.py resume DB_FILE OUT_FILE TICKET_FILE GO_FILE EXEC_FILE [port-only] [hang]
+        [ttl:SECONDS] [STALE]
 
 ``park`` runs the agent over the SQLite store at ``DB_FILE`` until its one
 ``transfer`` call parks and writes the ticket to ``OUT_FILE``. ``resume``
@@ -11,6 +12,8 @@ a line to ``EXEC_FILE`` each time its body runs: the count of executions.
 ``port-only`` hides the store's lease behind a store with only ``load`` and
 ``commit``; ``STALE`` (seconds) makes this process's first load slow: it
 returns what it read, after that long (a slow replica, a paused process).
+``hang`` blocks inside the tool after recording the execution (to be killed
+there); ``ttl:SECONDS`` sets the store's lease ttl.
 
 The test module loads this file too (``build_runtime``, ``PortOnlyStore``).
 """
@@ -134,13 +137,17 @@ def _resume(
     db: Path, out: Path, ticket_file: Path, go: Path, exec_file: Path, rest: list[str]
 ) -> None:
     port_only = "port-only" in rest
-    stale = [float(a) for a in rest if a != "port-only"]
+    hang = "hang" in rest
+    ttl = [float(a[4:]) for a in rest if a.startswith("ttl:")]
+    stale = [float(a) for a in rest if a not in ("port-only", "hang") and not a.startswith("ttl:")]
 
     def executed(call_id: str) -> None:
         with exec_file.open("a") as f:
             f.write(f"{os.getpid()} {call_id}\n")
+        if hang:  # the test SIGKILLs this process here: after the claim, before the result
+            time.sleep(3600)
 
-    store: Any = SQLiteStore(db)
+    store: Any = SQLiteStore(db, lease_ttl=ttl[0]) if ttl else SQLiteStore(db)
     if port_only:
         store = PortOnlyStore(store, stale)
     runtime = build_runtime(store, executed, RESUME_TURNS)

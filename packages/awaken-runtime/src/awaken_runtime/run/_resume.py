@@ -33,7 +33,7 @@ from ..suspension._suspension import (
 )
 from ..tools._tool import ToolOutput
 from ._loop import AgentLoop, bound_failure
-from ._parking import close_open_calls, parked_record, ticket_parked_calls
+from ._parking import close_open_calls, open_calls, parked_record, ticket_parked_calls
 from ._phases import End, lease_lost
 from ._run_context import Parked
 
@@ -67,6 +67,9 @@ class Resumer:
         ctx.seq = parked.seq  # the parked leg's RunFinish had this seq
         ctx.usage = parked.usage
         ctx.cost = parked.cost
+        # An open call without a pending ticket was claimed by a resume that died.
+        waiting = {t.call.id for t in parked.tickets}
+        ctx.orphans = frozenset(c.id for c in open_calls(ctx) if c.id not in waiting)
 
     async def claim(self, parked: ParkedRun, ticket_ids: Sequence[str]) -> None:
         """Take the decided tickets out of the stored record before anything runs.
@@ -117,8 +120,27 @@ class Resumer:
             return await loop.park()
         ctx.release_held()
         # A claimed call whose leg crashed earlier never got a result: answer it now.
-        close_open_calls(ctx, "its resume did not complete")
+        close_open_calls(ctx, "its resume did not complete.")
         return await loop.drive(None, first=True)
+
+    async def abandon(self, parked: ParkedRun) -> RunState:
+        """End a run whose last resume died after claiming every ticket (no ticket left).
+
+        Its claimed calls may have run: the model is told their outcome is
+        unknown. The run ends ``Error(LeaseLostFailure)``: it lost its thread
+        when its process stopped.
+        """
+        loop = self.loop
+        ctx = loop.ctx
+        ctx.kept_tickets = []
+        loop.start_event()
+        return await loop.finish(
+            lease_lost(
+                ctx.binding.thread_id,
+                f"the process resuming run {parked.run_id!r} stopped after claiming its "
+                f"last decision(s) and before the run ended; the thread was recovered",
+            )
+        )
 
     async def _apply(self, ticket: ResumeTicket, decision: Decision) -> None:
         ctx = self.loop.ctx

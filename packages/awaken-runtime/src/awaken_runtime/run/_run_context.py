@@ -131,6 +131,8 @@ class RunContext:
         self.decision: Any = None
         self.ticket: Any = None
         self.applying: str | None = None
+        self.orphans: frozenset[str] = frozenset()
+        """Calls of the parked step an earlier resume claimed but never answered."""
         self.lease: LeaseGuard | None = None
         """The thread's lease (stores with leases): checked before anything executes."""
         self.call_ids: set[str] | None = None

@@ -177,6 +177,9 @@ class Runtime:
             guard_lease(self.store, binding.thread_id) as lease,
         ):
             snapshot = await self.store.load(binding)
+            if snapshot.parked is not None and not snapshot.parked.tickets and lease is not None:
+                await self._recover(binding.thread_id, lease)
+                snapshot = await self.store.load(binding)
             if snapshot.parked is not None:
                 raise ThreadBusy(
                     f"thread {binding.thread_id!r} has run {snapshot.parked.run_id!r} waiting "
@@ -186,6 +189,21 @@ class Runtime:
                 resolved, binding, run_id or new_id("run_"), cancel, on_event, lease
             )
             return await loop.run(snapshot, _input_messages(input))
+
+    async def _recover(self, thread_id: str, lease: LeaseGuard) -> RunState:
+        """End a run stranded parked with no ticket left (its resume died after the claim).
+
+        Only with the thread's lease held: holding it proves the resume that
+        claimed the last tickets is gone (its lease lapsed).
+        """
+        snapshot, parked = await self._load_parked(thread_id)
+        binding = ScopeBinding(thread_id, parked.profile_id, parked.namespace)
+        loop = self._new_loop(
+            self._agent(parked.agent_id), binding, parked.run_id, None, None, lease
+        )
+        legs = Resumer(loop)
+        legs.restore(snapshot, parked)
+        return await legs.abandon(parked)
 
     async def stream(
         self, agent: str | ExecutableAgentSnapshot, input: RunInput, **kwargs: Any
