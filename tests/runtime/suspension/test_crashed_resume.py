@@ -1,4 +1,5 @@
-"""A crash during a resume does not strand the thread (issue 16, item 3).
+"""A crash during a resume does not strand the thread (issue 16, item 3), and a run
+whose process died does not stay RUNNING (item 4).
 
 A resumer process claims the last ticket, starts the tool and is SIGKILLed there.
 The thread stays parked with no ticket left. Once the dead process's lease has
@@ -34,6 +35,17 @@ TTL = 1.0
 BINDING = ScopeBinding(race.THREAD, "default", "default")
 
 
+def _kill_in_tool(proc: subprocess.Popen[bytes], exec_file: Path) -> None:
+    """SIGKILL ``proc`` once its tool recorded an execution (it then blocks there)."""
+    deadline = time.monotonic() + 60
+    while not (exec_file.exists() and exec_file.read_text()):
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        assert time.monotonic() < deadline, "the process never reached the tool"
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+
+
 def _killed_mid_resume(tmp_path: Path) -> tuple[Path, Path]:
     """Park, then resume in a process killed inside the tool; (db, exec_file)."""
     db, ticket, go, exec_file = (tmp_path / n for n in ("c.db", "t.json", "go", "exec.txt"))
@@ -48,13 +60,7 @@ def _killed_mid_resume(tmp_path: Path) -> tuple[Path, Path]:
     go.touch()
     args = ["resume", db, tmp_path / "o.json", ticket, go, exec_file, "hang", f"ttl:{TTL}"]
     proc = subprocess.Popen([sys.executable, str(PROC), *map(str, args)], stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 60
-    while not (exec_file.exists() and exec_file.read_text()):
-        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-        assert time.monotonic() < deadline, "the resumer never reached the tool"
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
+    _kill_in_tool(proc, exec_file)
     return db, exec_file
 
 
@@ -111,3 +117,35 @@ def test_the_next_run_or_cancel_recovers_it_and_tells_the_model_the_truth(
         assert state.final_text == "hello again" and state.run_id != stranded_run
     else:
         assert old.end_cause is not None and old.end_cause.kind == "cancelled"
+
+
+def test_a_run_whose_process_died_is_marked_ended_and_can_be_pruned(tmp_path: Path) -> None:
+    """Issue 16, item 4: a RUNNING record of a dead process does not stay RUNNING forever."""
+    from datetime import UTC, datetime, timedelta
+
+    db, exec_file = tmp_path / "d.db", tmp_path / "exec.txt"
+    proc = subprocess.Popen(
+        [sys.executable, str(PROC), "run-hang", str(db), str(exec_file), str(TTL)],
+        stderr=subprocess.PIPE,
+    )
+    _kill_in_tool(proc, exec_file)
+    dead = _snapshot(db).latest_run
+    assert dead is not None and dead.phase is Phase.RUNNING
+
+    store = SQLiteStore(db, lease_ttl=TTL)
+    executed: list[str] = []
+    runtime = race.build_runtime(store, executed.append, ["fresh start"], gate=False)
+    state = asyncio.run(
+        _after_lapse(store, lambda: runtime.run(race.AGENT, "again", thread_id=race.THREAD))
+    )
+    assert state.final_text == "fresh start" and executed == []
+    record = asyncio.run(store.get_run(dead.run_id))
+    assert record is not None and record.phase is Phase.ENDED
+    assert isinstance(record.end_cause, Error) and record.end_cause.failure.kind == "lease_lost"
+    # The dead run's unfinished step was never stored: no result pairs with its call.
+    snap = _snapshot(db)
+    assert [m.text for m in snap.messages if m.role == "user"] == ["pay 5", "again"]
+    assert not [m for m in snap.messages if m.role == "tool"]
+    report = asyncio.run(store.prune(datetime.now(UTC) + timedelta(seconds=5)))
+    assert report.runs == 1
+    assert asyncio.run(store.get_run(dead.run_id)) is None

@@ -1,6 +1,7 @@
 """Helper for ``test_racing_resumes.py``: the agent, a port-only store, and a resumer process.
 
     python race_proc.py park   DB_FILE OUT_FILE
+    python race_proc.py run-hang DB_FILE EXEC_FILE TTL
     python race_proc.py resume DB_FILE OUT_FILE TICKET_FILE GO_FILE EXEC_FILE [port-only] [hang]
         [ttl:SECONDS] [STALE]
 
@@ -13,7 +14,8 @@ a line to ``EXEC_FILE`` each time its body runs: the count of executions.
 ``commit``; ``STALE`` (seconds) makes this process's first load slow: it
 returns what it read, after that long (a slow replica, a paused process).
 ``hang`` blocks inside the tool after recording the execution (to be killed
-there); ``ttl:SECONDS`` sets the store's lease ttl.
+there); ``ttl:SECONDS`` sets the store's lease ttl. ``run-hang`` runs the agent
+without the gate and blocks the same way inside the tool.
 
 The test module loads this file too (``build_runtime``, ``PortOnlyStore``).
 """
@@ -69,8 +71,13 @@ class ApprovalGate:
         return Contributions(tool_gates=[gate])
 
 
-def build_runtime(store: Any, executed: Callable[[str], None], turns: Sequence[Any]) -> Runtime:
-    """The paying agent over ``store``; ``executed(call_id)`` runs in the tool's body."""
+def build_runtime(
+    store: Any, executed: Callable[[str], None], turns: Sequence[Any], *, gate: bool = True
+) -> Runtime:
+    """The paying agent over ``store``; ``executed(call_id)`` runs in the tool's body.
+
+    Without ``gate`` the agent's calls run at once instead of parking.
+    """
 
     @tool
     async def transfer(amount: int, ctx: ToolCallContext) -> str:
@@ -78,6 +85,7 @@ def build_runtime(store: Any, executed: Callable[[str], None], turns: Sequence[A
         executed(ctx.call_id)
         return f"moved {amount}"
 
+    plugins = ["approval"] if gate else []
     return (
         AgentRuntimeBuilder(discover=False)
         .with_model(ModelSpec(id="m", provider="scripted", model="scripted-1"))
@@ -86,7 +94,7 @@ def build_runtime(store: Any, executed: Callable[[str], None], turns: Sequence[A
         .with_tool(transfer)
         .with_plugin(ApprovalGate())
         .with_agent_spec(
-            AgentConfig(id=AGENT, model_binding="m", tool_ids=["transfer"], plugin_ids=["approval"])
+            AgentConfig(id=AGENT, model_binding="m", tool_ids=["transfer"], plugin_ids=plugins)
         )
         .build()
     )
@@ -162,10 +170,24 @@ def _resume(
     out.write_text(json.dumps(report))
 
 
+def _run_and_hang(db: Path, exec_file: Path, ttl: float) -> None:
+    """Run without the gate; the tool records its execution, then blocks (to be killed)."""
+
+    def executed(call_id: str) -> None:
+        with exec_file.open("a") as f:
+            f.write(f"{os.getpid()} {call_id}\n")
+        time.sleep(3600)
+
+    runtime = build_runtime(SQLiteStore(db, lease_ttl=ttl), executed, PARK_TURNS, gate=False)
+    asyncio.run(runtime.run(AGENT, "pay 5", thread_id=THREAD))
+
+
 def main(argv: list[str]) -> None:
     mode, db, out, *rest = argv
     if mode == "park":
         _park(Path(db), Path(out))
+    elif mode == "run-hang":
+        _run_and_hang(Path(db), Path(out), float(rest[0]))
     else:
         ticket_file, go, exec_file, *flags = rest
         _resume(Path(db), Path(out), Path(ticket_file), Path(go), Path(exec_file), flags)

@@ -138,11 +138,28 @@ class AgentLoop:
             seen = ctx.call_ids
             if seen is None:
                 seen = ctx.call_ids = call_ids_of(ctx.transcript.view())
-            # Unique ids, and poison arguments become an argument error before anything
-            # is stored; hooks, results and tickets all see the calls as kept from here.
-            tool_calls, renamed = prepare_calls(tool_calls, seen)
-            if renamed is not None:
-                response = response.model_copy(update={"tool_calls": list(tool_calls)})
+            # Inline (a function call per step costs more than this scan): fresh ids and
+            # flat arguments, the usual case, need nothing more.
+            added = 0
+            for call in tool_calls:
+                cid = call.id
+                if not cid or cid in seen:
+                    break
+                for value in call.arguments.values():
+                    if isinstance(value, (dict, list)):
+                        break
+                else:
+                    seen.add(cid)
+                    added += 1
+                    continue
+                break
+            if added < len(tool_calls):
+                # Unique ids, and poison arguments become an argument error before anything
+                # is stored; hooks, results and tickets all see the calls as kept from here.
+                seen.difference_update(c.id for c in tool_calls[:added])
+                tool_calls, renamed = prepare_calls(tool_calls, seen)
+                if renamed is not None:
+                    response = response.model_copy(update={"tool_calls": list(tool_calls)})
         if stop is not None:
             stop.on_text(text)
         ctx.step_usage = usage

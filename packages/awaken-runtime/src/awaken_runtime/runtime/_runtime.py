@@ -24,6 +24,7 @@ from ..lifecycle._run_state import RunState
 from ..messages._message import Message, new_id
 from ..plugins._discovery import Discovery
 from ..run._loop import AgentLoop
+from ..run._phases import lease_lost
 from ..run._resume import Resumer
 from ..stores._lease import LeaseGuard, guard_lease
 from ..stores._memory import InMemoryStore
@@ -177,8 +178,8 @@ class Runtime:
             guard_lease(self.store, binding.thread_id) as lease,
         ):
             snapshot = await self.store.load(binding)
-            if snapshot.parked is not None and not snapshot.parked.tickets and lease is not None:
-                await self._recover(binding.thread_id, lease)
+            if lease is not None and self._stranded(snapshot):
+                await self._recover(binding, snapshot, lease)
                 snapshot = await self.store.load(binding)
             if snapshot.parked is not None:
                 raise ThreadBusy(
@@ -190,12 +191,37 @@ class Runtime:
             )
             return await loop.run(snapshot, _input_messages(input))
 
-    async def _recover(self, thread_id: str, lease: LeaseGuard) -> RunState:
-        """End a run stranded parked with no ticket left (its resume died after the claim).
+    @staticmethod
+    def _stranded(snapshot: ThreadSnapshot) -> bool:
+        """A run left behind by a dead process: parked with no ticket, or still RUNNING."""
+        parked, latest = snapshot.parked, snapshot.latest_run
+        if parked is not None:
+            return not parked.tickets
+        return latest is not None and latest.phase is Phase.RUNNING
 
-        Only with the thread's lease held: holding it proves the resume that
-        claimed the last tickets is gone (its lease lapsed).
+    async def _recover(
+        self, binding: ScopeBinding, snapshot: ThreadSnapshot, lease: LeaseGuard
+    ) -> None:
+        """End the run a dead process left on the thread (see ``_stranded``).
+
+        Only with the thread's lease held: holding it proves that process is
+        gone (its lease lapsed). A run that died mid-step kept its whole steps
+        only, so just its record is ended; a run whose resume died after the
+        claim is ended through its loop (its claimed calls: outcome unknown).
+        Either way the cause is ``Error(LeaseLostFailure)``.
         """
+        thread_id = binding.thread_id
+        if snapshot.parked is None:
+            dead = snapshot.latest_run
+            assert dead is not None
+            cause = lease_lost(
+                thread_id, f"the process running run {dead.run_id!r} stopped before it ended"
+            )
+            record = dead.model_copy(
+                update={"phase": Phase.ENDED, "end_cause": cause, "updated_at": datetime.now(UTC)}
+            )
+            await self.store.commit(binding, snapshot.version, [], [], run_record=record)
+            return
         snapshot, parked = await self._load_parked(thread_id)
         binding = ScopeBinding(thread_id, parked.profile_id, parked.namespace)
         loop = self._new_loop(
@@ -203,7 +229,7 @@ class Runtime:
         )
         legs = Resumer(loop)
         legs.restore(snapshot, parked)
-        return await legs.abandon(parked)
+        await legs.abandon(parked)
 
     async def stream(
         self, agent: str | ExecutableAgentSnapshot, input: RunInput, **kwargs: Any
