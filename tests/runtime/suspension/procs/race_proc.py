@@ -2,6 +2,7 @@
 
     python race_proc.py park   DB_FILE OUT_FILE
     python race_proc.py run-hang DB_FILE EXEC_FILE TTL
+    python race_proc.py crash-resume STORE_URL TICKET_FILE EXEC_FILE
     python race_proc.py resume DB_FILE OUT_FILE TICKET_FILE GO_FILE EXEC_FILE [port-only] [hang]
         [ttl:SECONDS] [STALE]
 
@@ -51,7 +52,7 @@ from awaken_runtime import (
     ToolCallContext,
     tool,
 )
-from awaken_runtime.stores import SQLiteStore
+from awaken_runtime.stores import SQLiteStore, open_store
 
 AGENT = "payer"
 THREAD = "t-race"
@@ -182,9 +183,29 @@ def _run_and_hang(db: Path, exec_file: Path, ttl: float) -> None:
     asyncio.run(runtime.run(AGENT, "pay 5", thread_id=THREAD))
 
 
+def _crash_resume(url: str, ticket_file: Path, exec_file: Path) -> None:
+    """Resume over ``open_store(url)``; print ``ready`` first (the test kills us at will).
+
+    The tool sleeps a little after recording its execution, so kills land before
+    the claim, between the claim and the result, and after it.
+    """
+
+    def executed(call_id: str) -> None:
+        with exec_file.open("a") as f:
+            f.write(f"{os.getpid()} {call_id}\n")
+        time.sleep(0.02)
+
+    runtime = build_runtime(open_store(url), executed, RESUME_TURNS)
+    ticket = ticket_file.read_text()
+    print("ready", flush=True)
+    asyncio.run(runtime.resume(ticket, Approve()))
+
+
 def main(argv: list[str]) -> None:
     mode, db, out, *rest = argv
-    if mode == "park":
+    if mode == "crash-resume":
+        _crash_resume(db, Path(out), Path(rest[0]))
+    elif mode == "park":
         _park(Path(db), Path(out))
     elif mode == "run-hang":
         _run_and_hang(Path(db), Path(out), float(rest[0]))
