@@ -59,6 +59,7 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
         "Error",
         "Failure",
         "InternalFailure",
+        "LeaseLostFailure",
         "MaxSteps",
         "NaturalEnd",
         "Phase",

@@ -68,3 +68,52 @@ def test_a_call_without_id_gets_one_and_bad_json_a_parse_error() -> None:
     assert call.id.startswith("call_")
     assert call.arguments == {}
     assert call.parse_error is not None and "not valid JSON" in call.parse_error
+
+
+def test_index_less_calls_that_all_carry_one_id_stay_separate_calls() -> None:
+    calls: dict[int, _Call] = {}
+    for amount in (1, 2, 3):
+        fragment = {"id": "call_0", "function": {"name": "pay", "arguments": f'{{"a": {amount}}}'}}
+        _merge_fragment(calls, fragment)
+    done = [_finish_call(calls[i]) for i in sorted(calls)]
+    assert [(c.id, c.arguments) for c in done] == [
+        ("call_0", {"a": 1}),
+        ("call_0", {"a": 2}),
+        ("call_0", {"a": 3}),
+    ]
+
+
+def test_numeric_call_ids_become_strings() -> None:
+    calls: dict[int, _Call] = {}
+    _merge_fragment(calls, {"index": 0, "id": 7, "function": {"name": "f", "arguments": "{}"}})
+    _merge_fragment(calls, {"id": 0, "function": {"name": "g", "arguments": "{}"}})
+    done = [_finish_call(calls[i]) for i in sorted(calls)]
+    assert [(c.id, c.name) for c in done] == [("7", "f"), ("0", "g")]
+
+
+async def test_a_server_sending_one_id_for_every_call(server: Any, build_runtime: Any) -> None:
+    """Through litellm: unique ids in the transcript, the server's ids in the next request."""
+    server.add(
+        Reply(
+            tool_calls=[
+                ToolCallSpec("call_0", "get_weather", '{"city": "Paris"}'),
+                ToolCallSpec("call_0", "add", '{"a": 2, "b": 40}'),
+                ToolCallSpec("call_0", "get_weather", '{"city": "Rome"}'),
+            ]
+        ),
+        Reply(text="all done"),
+    )
+    runtime = build_runtime(LiteLLMExecutor(), tools=["get_weather", "add"])
+    await runtime.run("agent", "go", thread_id="t-dup")
+    messages = runtime.store.messages("t-dup")
+    ids = [c.id for c in messages[1].tool_calls or []]
+    assert len(set(ids)) == 3
+    results = {m.tool_call_id: m.text for m in messages if m.role == "tool"}
+    assert [results[i] for i in ids] == ["sunny, 21C", "42", "rain, 17C"]
+    sent = server.requests[1].body["messages"]
+    assert [c["id"] for c in sent[2]["tool_calls"]] == ["call_0"] * 3
+    assert [(m["tool_call_id"], m["content"]) for m in sent[3:6]] == [
+        ("call_0", "sunny, 21C"),
+        ("call_0", "42"),
+        ("call_0", "rain, 17C"),
+    ]

@@ -15,6 +15,7 @@ __all__ = [
     "Error",
     "Failure",
     "InternalFailure",
+    "LeaseLostFailure",
     "MaxSteps",
     "NaturalEnd",
     "Phase",
@@ -91,6 +92,18 @@ class ConfigFailure(_Frozen):
     message: str
 
 
+class LeaseLostFailure(_Frozen):
+    """The run lost its thread: its lease lapsed and could not be renewed, or another
+    run committed to the thread. It executed nothing after noticing."""
+
+    kind: Literal["lease_lost"] = "lease_lost"
+    thread_id: str
+    message: str
+    unrecorded_call_ids: tuple[str, ...] = ()
+    """Calls that executed but whose results the store no longer accepted (another
+    run had committed): their outcome is only in this failure and the events."""
+
+
 class InternalFailure(_Frozen):
     """A bug in the runtime itself."""
 
@@ -105,6 +118,7 @@ Failure: TypeAlias = Annotated[
     | ToolFailure
     | PluginFailure
     | ConfigFailure
+    | LeaseLostFailure
     | InternalFailure,
     Field(discriminator="kind"),
 ]

@@ -11,6 +11,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "MAX_ARGUMENT_DEPTH",
+    "PROVIDER_CALL_IDS",
     "ContentPart",
     "Message",
     "Role",
@@ -18,9 +20,15 @@ __all__ = [
     "from_openai",
     "new_id",
     "to_openai",
+    "too_deep",
+    "with_depth_limit",
 ]
 
 Role = Literal["system", "user", "assistant", "tool"]
+
+PROVIDER_CALL_IDS = "provider_call_ids"
+"""Assistant-message metadata key: ``{runtime call id: provider call id}`` for calls
+whose provider id was not unique (see ``messages/_call_ids.py``)."""
 
 
 def _reseed() -> None:
@@ -118,6 +126,8 @@ class Message(BaseModel):
 def to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
     """Convert messages to OpenAI chat-completions dicts (the format litellm speaks)."""
     out: list[dict[str, Any]] = []
+    # Calls the runtime gave fresh ids go out under the provider's own ids again.
+    provider_ids: dict[str, str] = {}
     for msg in messages:
         item: dict[str, Any] = {"role": msg.role}
         if isinstance(msg.content, list):
@@ -125,9 +135,12 @@ def to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
         else:
             item["content"] = msg.content
         if msg.tool_calls:
+            renamed = msg.metadata.get(PROVIDER_CALL_IDS) if msg.metadata else None
+            if renamed:
+                provider_ids.update(renamed)
             item["tool_calls"] = [
                 {
-                    "id": call.id,
+                    "id": provider_ids.get(call.id, call.id) if renamed else call.id,
                     "type": "function",
                     "function": {
                         "name": call.name,
@@ -137,22 +150,61 @@ def to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
                 for call in msg.tool_calls
             ]
         if msg.tool_call_id is not None:
-            item["tool_call_id"] = msg.tool_call_id
+            call_id = msg.tool_call_id
+            item["tool_call_id"] = provider_ids.get(call_id, call_id) if provider_ids else call_id
         if msg.name is not None:
             item["name"] = msg.name
         out.append(item)
     return out
 
 
+MAX_ARGUMENT_DEPTH = 64
+"""How deeply the containers (objects, arrays) of tool-call arguments may nest; the
+arguments object is level 1. Deeper arguments become a model-visible argument
+error, and are never stored: a thread must stay loadable by every JSON reader."""
+
+
+def too_deep(value: Any, limit: int = MAX_ARGUMENT_DEPTH) -> bool:
+    """Whether dicts/lists in ``value`` nest deeper than ``limit`` (``value`` is level 1)."""
+    stack = [(value, 1)]
+    while stack:  # iterative: a recursive walk would itself overflow on poison input
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        for child in children:
+            if isinstance(child, (dict, list)):
+                stack.append((child, depth + 1))
+    return False
+
+
+def _depth_error() -> str:
+    return (
+        f"arguments nest deeper than {MAX_ARGUMENT_DEPTH} levels of objects and arrays; "
+        f"send flatter arguments"
+    )
+
+
+def with_depth_limit(call: ToolCall) -> ToolCall:
+    """``call``, or (arguments too deep) a copy without them, carrying the argument error."""
+    if call.parse_error is None and too_deep(call.arguments):
+        return call.model_copy(update={"arguments": {}, "parse_error": _depth_error()})
+    return call
+
+
 def _parse_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
     if isinstance(raw, dict):
-        return raw, None
+        return (raw, None) if not too_deep(raw) else ({}, _depth_error())
     if raw is None or raw == "":
         return {}, None
     try:
         parsed = json.loads(raw)
+    except RecursionError:
+        return {}, _depth_error()
     except (TypeError, ValueError) as exc:
         return {}, f"arguments are not valid JSON ({exc}): {str(raw)[:200]!r}"
+    if isinstance(parsed, dict) and too_deep(parsed):
+        return {}, _depth_error()
     if not isinstance(parsed, dict):
         return {}, f"arguments must be a JSON object, got {type(parsed).__name__}"
     return parsed, None

@@ -15,9 +15,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from time import time as _clock
 from typing import TYPE_CHECKING
 
-from .._errors import CapabilityBoundError
+from .._errors import CapabilityBoundError, VersionConflict
 from ..lifecycle._events import RunFinish, RunStart, StepEnd, StepStart
 from ..lifecycle._failures import (
     Cancelled,
@@ -25,13 +26,15 @@ from ..lifecycle._failures import (
     EndCause,
     Error,
     InternalFailure,
+    LeaseLostFailure,
     MaxSteps,
     NaturalEnd,
     Phase,
     Stopped,
 )
 from ..lifecycle._run_state import RunState
-from ..messages._message import Message, new_id
+from ..messages._call_ids import call_ids_of, prepare_calls
+from ..messages._message import PROVIDER_CALL_IDS, Message, new_id
 from ..messages._transcript import Transcript
 from ..models._model import TokenUsage
 from ..plugins._context import CONTEXT_MESSAGES, INFERENCE_PARAMS, REQUEST_WINDOW, TOOL_FILTER
@@ -43,7 +46,7 @@ from ..suspension._suspension import ParkedRun
 from ..tools._cancel import CancellationToken
 from ._inference import Inference
 from ._parking import close_open_calls, parked_record, ticket_parked_calls
-from ._phases import RUNTIME, End, PhaseEngine, bind, log
+from ._phases import RUNTIME, End, PhaseEngine, bind, lease_lost, log
 from ._request import CONTEXT_COOLDOWNS
 from ._run_context import Emit, RunContext
 from ._stop import StopTracker
@@ -128,9 +131,39 @@ class AgentLoop:
             await phases.phase(_BEFORE_INFERENCE, request=self.inference.base_request())
             phases.boundary()
         inference = self.inference
+        lease = ctx.lease
+        if lease is not None and _clock() >= lease.check_at:
+            await phases.hold()
         response = await inference.infer(inference.request())
         # Locals: each attribute read on a pydantic model takes its slow path.
         text, tool_calls, usage = response.text, response.tool_calls, response.usage
+        renamed = None
+        if tool_calls:
+            seen = ctx.call_ids
+            if seen is None:
+                seen = ctx.call_ids = call_ids_of(ctx.transcript.view())
+            # Inline (a function call per step costs more than this scan): fresh ids and
+            # flat arguments, the usual case, need nothing more.
+            added = 0
+            for call in tool_calls:
+                cid = call.id
+                if not cid or cid in seen:
+                    break
+                for value in call.arguments.values():
+                    if isinstance(value, (dict, list)):
+                        break
+                else:
+                    seen.add(cid)
+                    added += 1
+                    continue
+                break
+            if added < len(tool_calls):
+                # Unique ids, and poison arguments become an argument error before anything
+                # is stored; hooks, results and tickets all see the calls as kept from here.
+                seen.difference_update(c.id for c in tool_calls[:added])
+                tool_calls, renamed = prepare_calls(tool_calls, seen)
+                if renamed is not None:
+                    response = response.model_copy(update={"tool_calls": list(tool_calls)})
         if stop is not None:
             stop.on_text(text)
         ctx.step_usage = usage
@@ -141,13 +174,16 @@ class AgentLoop:
         if step_cost is not None:
             ctx.cost = (ctx.cost or 0.0) + step_cost
         reasoning = response.reasoning
+        metadata: dict[str, object] = {"reasoning": reasoning} if reasoning else {}
+        if renamed:
+            metadata[PROVIDER_CALL_IDS] = renamed
         ctx.transcript.append(
             Message(
                 id=new_id(),
                 role="assistant",
                 content=text or None,
                 tool_calls=list(tool_calls) or None,
-                metadata={"reasoning": reasoning} if reasoning else {},
+                metadata=metadata,
             )
         )
         data = ctx.engine.data
@@ -272,6 +308,8 @@ class AgentLoop:
             cause = end.cause
         except CapabilityBoundError as exc:
             cause = bound_failure(exc)
+        except VersionConflict as exc:
+            cause = lease_lost(ctx.binding.thread_id, str(exc))
         except Exception as exc:
             log.exception("internal error in run %s", ctx.run_id)
             cause = Error(failure=InternalFailure(message=f"{type(exc).__name__}: {exc}"))
@@ -315,6 +353,8 @@ class AgentLoop:
             return await self.finish(end.cause)
         except CapabilityBoundError as exc:
             return await self.finish(bound_failure(exc))
+        except VersionConflict as exc:
+            return await self.finish(lease_lost(ctx.binding.thread_id, str(exc)))
         return await self.drive()
 
     async def park(self) -> RunState:
@@ -355,9 +395,16 @@ class AgentLoop:
             ctx.deadline = None
             if isinstance(cause, Cancelled) and ctx.cancel.reason == ctx.timeout_reason:
                 cause = Stopped(reason=ctx.timeout_reason)
+        lost = isinstance(cause, Error) and isinstance(cause.failure, LeaseLostFailure)
+        executed = [m.tool_call_id for m in ctx.transcript.uncommitted() if m.role == "tool"]
         if cause is not None:
             self.phases.discard()
-            if ctx.open_step:
+            if ctx.open_step and lost:
+                # What executed happened: keep it, and answer the calls never run (the
+                # lease is checked before a call executes, so none was under way).
+                ctx.applying = None
+                close_open_calls(ctx, "the run lost its thread before it ran the call.")
+            elif ctx.open_step:
                 # The thread keeps whole steps: drop what the unfinished step added...
                 ctx.transcript.rollback()
                 ctx.pending = []
@@ -372,7 +419,20 @@ class AgentLoop:
             except CapabilityBoundError as exc:
                 if not isinstance(cause, Error):
                     cause = bound_failure(exc)
-        await self.phases.checkpoint(self._run_record(phase, cause), parked, force=True)
+        try:
+            await self.phases.checkpoint(self._run_record(phase, cause), parked, force=True)
+        except VersionConflict as exc:
+            # Another run committed to the thread: nothing of this leg's end is stored.
+            failure = cause.failure if lost else None  # type: ignore[union-attr]
+            why = failure.message if isinstance(failure, LeaseLostFailure) else str(exc)
+            cause = Error(
+                failure=LeaseLostFailure(
+                    thread_id=ctx.binding.thread_id,
+                    message=why,
+                    unrecorded_call_ids=tuple(i for i in executed if i is not None),
+                )
+            )
+            phase, parked = Phase.ENDED, None
         tickets = parked.tickets if parked is not None else []
         # A waiting run keeps its pending actions for the resume; an ended one reports them.
         pending = self.phases.unrun_actions() if parked is None else []

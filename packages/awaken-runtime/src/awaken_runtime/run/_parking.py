@@ -7,12 +7,18 @@ the resumer to checkpoint each decided call and to re-park what still waits.
 from __future__ import annotations
 
 from ..lifecycle._failures import EndCause
-from ..messages._message import Message, new_id
+from ..messages._message import Message, ToolCall, new_id
 from ..state._engine import Scope
 from ..suspension._suspension import ParkedRun, ResumeTicket
 from ._run_context import RunContext
 
-__all__ = ["close_open_calls", "parked_record", "ticket_parked_calls"]
+__all__ = [
+    "UNKNOWN_OUTCOME",
+    "close_open_calls",
+    "open_calls",
+    "parked_record",
+    "ticket_parked_calls",
+]
 
 _RUN = Scope.RUN
 
@@ -61,25 +67,39 @@ def parked_record(ctx: RunContext, snapshot_id: str, tickets: list[ResumeTicket]
     )
 
 
-def close_open_calls(ctx: RunContext, why: EndCause | str) -> None:
-    """Answer calls of a checkpointed, unfinished step so the thread stays valid."""
-    reason = why if isinstance(why, str) else f"the run ended ({why.kind})."
+UNKNOWN_OUTCOME = (
+    "The outcome of the call is unknown: the process resuming it stopped before recording "
+    "its result, so it may have run. Check before calling it again."
+)
+"""What the model is told about a call an earlier resume claimed and never answered."""
+
+
+def open_calls(ctx: RunContext) -> list[ToolCall]:
+    """The calls of the transcript's last tool-calling step that have no result yet."""
     answered = set()
-    transcript = ctx.transcript
-    for message in reversed(transcript.view()):
+    for message in reversed(ctx.transcript.view()):
         if message.role == "tool":
             answered.add(message.tool_call_id)
             continue
         if message.role == "assistant" and message.tool_calls:
-            for call in message.tool_calls:
-                how = "interrupted" if call.id == ctx.applying else "not executed"
-                if call.id not in answered:
-                    transcript.append(
-                        Message.tool(
-                            call.id,
-                            f"The call was {how}: {reason}",
-                            name=call.name,
-                            metadata={"is_error": True},
-                        )
-                    )
+            return [c for c in message.tool_calls if c.id not in answered]
         break
+    return []
+
+
+def close_open_calls(ctx: RunContext, why: EndCause | str) -> None:
+    """Answer calls of a checkpointed, unfinished step so the thread stays valid.
+
+    A call an earlier, dead resume claimed (``ctx.orphans``) may have run: the
+    model is told its outcome is unknown, never that it did not run.
+    """
+    reason = why if isinstance(why, str) else f"the run ended ({why.kind})."
+    for call in open_calls(ctx):
+        if call.id in ctx.orphans:
+            text = UNKNOWN_OUTCOME
+        else:
+            how = "interrupted" if call.id == ctx.applying else "not executed"
+            text = f"The call was {how}: {reason}"
+        ctx.transcript.append(
+            Message.tool(call.id, text, name=call.name, metadata={"is_error": True})
+        )

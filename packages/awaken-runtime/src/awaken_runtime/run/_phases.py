@@ -21,6 +21,7 @@ from ..lifecycle._failures import (
     Cancelled,
     EndCause,
     Error,
+    LeaseLostFailure,
     PluginFailure,
     StateConflictFailure,
     Stopped,
@@ -31,6 +32,7 @@ from ..plugins._actions import ACTIONS_KEY, ScheduledAction
 from ..plugins._plugin import HookReaction, PhaseHookPoint
 from ..state._effects import EFFECT_FAILURES_KEY, Effect
 from ..state._engine import Command, MergePolicy, Scope, StagedCommand
+from ..stores._errors import LeaseLost
 from ..stores._thread_store import RunRecord
 from ..suspension._suspension import ParkedRun
 from ..tools._cancel import CancellationToken
@@ -75,6 +77,11 @@ class End(Exception):
 def fail(failure: Any) -> End:
     """An :class:`End` carrying ``Error(failure)``."""
     return End(Error(failure=failure))
+
+
+def lease_lost(thread_id: str, why: str) -> Error:
+    """The end cause of a run that lost its thread (``why``: what the store said)."""
+    return Error(failure=LeaseLostFailure(thread_id=thread_id, message=why))
 
 
 def interrupted(token: CancellationToken) -> BaseException:
@@ -383,6 +390,20 @@ class PhaseEngine:
         if failures:
             record = Command.set(EFFECT_FAILURES_KEY, failures, scope=_RUN, merge=_COMMUTATIVE)
             self.commit(f"{point}:effects", [StagedCommand(RUNTIME, record)])
+
+    async def hold(self) -> None:
+        """Before executing anything: renew the lease if due; end the run if it is lost.
+
+        Callers first compare the clock with ``ctx.lease.check_at``, so this runs
+        only when a renewal is due or the lease is already lost.
+        """
+        lease = self.ctx.lease
+        if lease is None:
+            return
+        try:
+            await lease.ensure()
+        except LeaseLost as exc:
+            raise End(lease_lost(self.ctx.binding.thread_id, str(exc))) from exc
 
     def boundary(self) -> None:
         """End the run here if it was cancelled or a plugin asked to stop."""

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 
 from pydantic_core import to_json
 
-from .._errors import CapabilityBoundError
+from .._errors import CapabilityBoundError, VersionConflict
 from ..lifecycle._failures import Cancelled
 from ..lifecycle._run_state import RunState
-from ..messages._message import ToolCall, new_id
+from ..messages._message import ToolCall, new_id, with_depth_limit
 from ..messages._transcript import Transcript
 from ..plugins._gates import AwaitReason
 from ..state._engine import Scope
@@ -27,13 +27,14 @@ from ..suspension._suspension import (
     ParkedRun,
     Replay,
     Respond,
+    ResumeRejected,
     ResumeTicket,
     SuspendCall,
 )
 from ..tools._tool import ToolOutput
 from ._loop import AgentLoop, bound_failure
-from ._parking import close_open_calls, parked_record, ticket_parked_calls
-from ._phases import End
+from ._parking import close_open_calls, open_calls, parked_record, ticket_parked_calls
+from ._phases import End, lease_lost
 from ._run_context import Parked
 
 __all__ = ["Resumer"]
@@ -66,17 +67,28 @@ class Resumer:
         ctx.seq = parked.seq  # the parked leg's RunFinish had this seq
         ctx.usage = parked.usage
         ctx.cost = parked.cost
+        # An open call without a pending ticket was claimed by a resume that died.
+        waiting = {t.call.id for t in parked.tickets}
+        ctx.orphans = frozenset(c.id for c in open_calls(ctx) if c.id not in waiting)
 
     async def claim(self, parked: ParkedRun, ticket_ids: Sequence[str]) -> None:
         """Take the decided tickets out of the stored record before anything runs.
 
-        Two resumers that loaded the same version race here; the loser gets
-        ``VersionConflict`` before it executes anything, so no call runs twice.
+        ``parked`` must come from the snapshot ``restore`` was given: the claim
+        commits at that snapshot's version, so of two resumers that checked the
+        same tickets only one commits; the other gets ``ResumeRejected``
+        before it executes anything, so no call runs twice.
         """
         claimed = set(ticket_ids)
         kept = [t for t in parked.tickets if t.ticket_id not in claimed]
         record = parked_record(self.loop.ctx, parked.snapshot_id, kept)
-        await self.loop.phases.checkpoint(parked=record, force=True)
+        try:
+            await self.loop.phases.checkpoint(parked=record, force=True)
+        except VersionConflict as exc:
+            raise ResumeRejected(
+                f"another resume or run changed thread {self.loop.ctx.binding.thread_id!r} "
+                f"after these tickets were checked (it claimed them first): {exc}"
+            ) from exc
 
     async def resume(
         self, parked: ParkedRun, decisions: Sequence[tuple[ResumeTicket, Decision]]
@@ -102,12 +114,33 @@ class Resumer:
             return await loop.finish(end.cause)
         except CapabilityBoundError as exc:
             return await loop.finish(bound_failure(exc))
+        except VersionConflict as exc:
+            return await loop.finish(lease_lost(ctx.binding.thread_id, str(exc)))
         if ctx.parked or ctx.kept_tickets:
             return await loop.park()
         ctx.release_held()
         # A claimed call whose leg crashed earlier never got a result: answer it now.
-        close_open_calls(ctx, "its resume did not complete")
+        close_open_calls(ctx, "its resume did not complete.")
         return await loop.drive(None, first=True)
+
+    async def abandon(self, parked: ParkedRun) -> RunState:
+        """End a run whose last resume died after claiming every ticket (no ticket left).
+
+        Its claimed calls may have run: the model is told their outcome is
+        unknown. The run ends ``Error(LeaseLostFailure)``: it lost its thread
+        when its process stopped.
+        """
+        loop = self.loop
+        ctx = loop.ctx
+        ctx.kept_tickets = []
+        loop.start_event()
+        return await loop.finish(
+            lease_lost(
+                ctx.binding.thread_id,
+                f"the process resuming run {parked.run_id!r} stopped after claiming its "
+                f"last decision(s) and before the run ended; the thread was recovered",
+            )
+        )
 
     async def _apply(self, ticket: ResumeTicket, decision: Decision) -> None:
         ctx = self.loop.ctx
@@ -136,7 +169,10 @@ class Resumer:
         elif isinstance(decision, Approve):
             await calls.call(call, approved=True)
         elif isinstance(decision, Replay):
-            await calls.call(call.model_copy(update={"arguments": decision.arguments}))
+            replayed = call.model_copy(
+                update={"arguments": decision.arguments, "parse_error": None}
+            )
+            await calls.call(with_depth_limit(replayed))
         elif isinstance(decision, Deny):
             output = ToolOutput.error(f"The call was denied: {decision.reason}")
             await calls.record(call, output, "blocked", [])

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ..plugins._gates import AwaitReason
     from ..state._effects import Effect
     from ..state._engine import Command
+    from ..stores._lease import LeaseGuard
     from ..stores._thread_store import ScopeBinding, ThreadStore
     from ..suspension._suspension import ResumeTicket
     from ..tools._tool import Tool
@@ -139,6 +140,12 @@ class RunContext:
         self.decision: Any = None
         self.ticket: Any = None
         self.applying: str | None = None
+        self.orphans: frozenset[str] = frozenset()
+        """Calls of the parked step an earlier resume claimed but never answered."""
+        self.lease: LeaseGuard | None = None
+        """The thread's lease (stores with leases): checked before anything executes."""
+        self.call_ids: set[str] | None = None
+        """Tool-call ids in the transcript (built on the leg's first call), kept unique."""
         self.open_step = False
         self.resumed = False
         self.started_at: datetime | None = None

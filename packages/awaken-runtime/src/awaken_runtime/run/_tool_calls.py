@@ -16,6 +16,7 @@ gate allowed.
 from __future__ import annotations
 
 import asyncio
+from time import time as _clock
 from typing import Literal
 
 from .._errors import ToolError
@@ -208,6 +209,9 @@ class ToolCallExecutor:
         if ctx.agent.observers:
             for call in calls:
                 await self._observe(call, batch)
+        lease = ctx.lease
+        if lease is not None and _clock() >= lease.check_at:
+            await self.phases.hold()  # before any of the batch runs
         limit = asyncio.Semaphore(ctx.parallel_limit)
 
         async def one(call: ToolCall) -> ToolOutput:
@@ -241,6 +245,9 @@ class ToolCallExecutor:
         tool = ctx.tools[name]
         if call.parse_error is not None:
             return ToolOutput.error(f"Invalid arguments for tool '{name}': {call.parse_error}")
+        lease = ctx.lease
+        if lease is not None and _clock() >= lease.check_at:
+            await self.phases.hold()  # a run that lost its thread executes nothing more
         binding = ctx.binding
         token = ctx.cancel
         # Positional (in field order): a keyword call costs twice as much, every call.

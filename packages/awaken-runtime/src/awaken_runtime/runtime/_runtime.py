@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from .._errors import AgentConfigError, VersionConflict
+from .._errors import AgentConfigError
 from ..agents._resolve import ExecutableAgentSnapshot, Registries, ResolvedAgent, resolve_agent
 from ..delegation._delegation import (
     ChildRunner,
@@ -24,10 +24,11 @@ from ..lifecycle._run_state import RunState
 from ..messages._message import Message, new_id
 from ..plugins._discovery import Discovery
 from ..run._loop import AgentLoop
+from ..run._phases import lease_lost
 from ..run._resume import Resumer
-from ..stores._lease import hold_lease
+from ..stores._lease import LeaseGuard, guard_lease
 from ..stores._memory import InMemoryStore
-from ..stores._thread_store import ScopeBinding, ThreadStore
+from ..stores._thread_store import ScopeBinding, ThreadSnapshot, ThreadStore
 from ..suspension._suspension import (
     Decision,
     ParkedRun,
@@ -118,9 +119,11 @@ class Runtime:
         run_id: str,
         cancel: CancellationToken | None,
         emit: EventSink | None,
+        lease: LeaseGuard | None,
     ) -> AgentLoop:
         loop = AgentLoop(resolved, self.store, binding, run_id, cancel=cancel, emit=emit)
         ctx = loop.ctx
+        ctx.lease = lease
         ctx.ticket_secret = self.ticket_secret
         ctx.children = ChildRunner(self.delegation, ctx)
         ctx.cancel_child = self._cancel_child
@@ -170,15 +173,63 @@ class Runtime:
         """
         resolved = self._agent(agent)
         binding = ScopeBinding(thread_id or new_id("thread_"), profile_id, namespace)
-        async with self._lock(binding.thread_id), hold_lease(self.store, binding.thread_id):
+        async with (
+            self._lock(binding.thread_id),
+            guard_lease(self.store, binding.thread_id) as lease,
+        ):
             snapshot = await self.store.load(binding)
+            if lease is not None and self._stranded(snapshot):
+                await self._recover(binding, snapshot, lease)
+                snapshot = await self.store.load(binding)
             if snapshot.parked is not None:
                 raise ThreadBusy(
                     f"thread {binding.thread_id!r} has run {snapshot.parked.run_id!r} waiting "
                     f"for {len(snapshot.parked.tickets)} decision(s); resume or cancel it first"
                 )
-            loop = self._new_loop(resolved, binding, run_id or new_id("run_"), cancel, on_event)
+            loop = self._new_loop(
+                resolved, binding, run_id or new_id("run_"), cancel, on_event, lease
+            )
             return await loop.run(snapshot, _input_messages(input))
+
+    @staticmethod
+    def _stranded(snapshot: ThreadSnapshot) -> bool:
+        """A run left behind by a dead process: parked with no ticket, or still RUNNING."""
+        parked, latest = snapshot.parked, snapshot.latest_run
+        if parked is not None:
+            return not parked.tickets
+        return latest is not None and latest.phase is Phase.RUNNING
+
+    async def _recover(
+        self, binding: ScopeBinding, snapshot: ThreadSnapshot, lease: LeaseGuard
+    ) -> None:
+        """End the run a dead process left on the thread (see ``_stranded``).
+
+        Only with the thread's lease held: holding it proves that process is
+        gone (its lease lapsed). A run that died mid-step kept its whole steps
+        only, so just its record is ended; a run whose resume died after the
+        claim is ended through its loop (its claimed calls: outcome unknown).
+        Either way the cause is ``Error(LeaseLostFailure)``.
+        """
+        thread_id = binding.thread_id
+        if snapshot.parked is None:
+            dead = snapshot.latest_run
+            assert dead is not None
+            cause = lease_lost(
+                thread_id, f"the process running run {dead.run_id!r} stopped before it ended"
+            )
+            record = dead.model_copy(
+                update={"phase": Phase.ENDED, "end_cause": cause, "updated_at": datetime.now(UTC)}
+            )
+            await self.store.commit(binding, snapshot.version, [], [], run_record=record)
+            return
+        snapshot, parked = await self._load_parked(thread_id)
+        binding = ScopeBinding(thread_id, parked.profile_id, parked.namespace)
+        loop = self._new_loop(
+            self._agent(parked.agent_id), binding, parked.run_id, None, None, lease
+        )
+        legs = Resumer(loop)
+        legs.restore(snapshot, parked)
+        await legs.abandon(parked)
 
     async def stream(
         self, agent: str | ExecutableAgentSnapshot, input: RunInput, **kwargs: Any
@@ -197,17 +248,42 @@ class Runtime:
 
     # -- resuming ----------------------------------------------------------------
 
-    async def _check(
-        self, thread_id: str, tickets: Sequence[ResumeTicket]
-    ) -> tuple[ParkedRun, ResolvedAgent]:
-        """Validate tickets against the stored copies; raise ``ResumeRejected``."""
-        snapshot = await self.store.load(ScopeBinding(thread_id, "default", "default"))
+    async def _load_parked(self, thread_id: str) -> tuple[ThreadSnapshot, ParkedRun]:
+        """The snapshot (bound to the waiting run's scopes) and its parked record.
+
+        Whatever is checked and claimed afterwards comes from this one
+        snapshot: checking one version and claiming against another would let
+        two resumers both pass the check and both claim.
+        """
+        default = ScopeBinding(thread_id, "default", "default")
+        snapshot = await self.store.load(default)
         parked = snapshot.parked
+        if parked is not None and (parked.profile_id, parked.namespace) != ("default", "default"):
+            # The run binds other scopes: reload with them, then trust only this load.
+            snapshot = await self.store.load(
+                ScopeBinding(thread_id, parked.profile_id, parked.namespace)
+            )
+            again = snapshot.parked
+            if again is not None and (again.profile_id, again.namespace) != (
+                parked.profile_id,
+                parked.namespace,
+            ):
+                raise ResumeRejected(
+                    f"thread {thread_id!r} was resumed or re-parked while this resume "
+                    f"loaded it; load its tickets again"
+                )
+            parked = again
         if parked is None:
             raise ResumeRejected(
                 f"thread {thread_id!r} has no waiting run (already resumed, cancelled, "
                 f"or never parked)"
             )
+        return snapshot, parked
+
+    def _check(
+        self, thread_id: str, parked: ParkedRun, tickets: Sequence[ResumeTicket]
+    ) -> ResolvedAgent:
+        """Validate tickets against the stored copies; raise ``ResumeRejected``."""
         check_tickets(parked, thread_id, tickets)
         try:
             resolved = self._agent(parked.agent_id)
@@ -219,7 +295,7 @@ class Runtime:
                 f"{parked.fingerprint[:12]}… then, {resolved.snapshot.fingerprint[:12]}… now): "
                 f"its tools, plugins, plugin config or model differ; start a new run"
             )
-        return parked, resolved
+        return resolved
 
     async def resume(
         self,
@@ -270,25 +346,21 @@ class Runtime:
         if len(thread_ids) != 1:
             raise ResumeRejected("all tickets of one resume must belong to the same thread")
         thread_id = thread_ids.pop()
-        async with self._lock(thread_id), hold_lease(self.store, thread_id):
-            parked, resolved = await self._check(thread_id, [t for t, _ in pairs])
+        async with self._lock(thread_id), guard_lease(self.store, thread_id) as lease:
+            # Check and claim against one load: the claim commits at its version.
+            snapshot, parked = await self._load_parked(thread_id)
+            resolved = self._check(thread_id, parked, [t for t, _ in pairs])
             if parent is not None and parent.inherited is not None:
                 resolved = resolved.with_inherited(parent.inherited)
             binding = ScopeBinding(thread_id, parked.profile_id, parked.namespace)
-            snapshot = await self.store.load(binding)
-            loop = self._new_loop(resolved, binding, parked.run_id, cancel, on_event)
+            loop = self._new_loop(resolved, binding, parked.run_id, cancel, on_event, lease)
             if parent is not None:
                 loop.ctx.parent_run_id = parent.parent_run_id
                 loop.ctx.lineage, loop.ctx.tree = parent.lineage, parent.tree
             legs = Resumer(loop)
             legs.restore(snapshot, parked)
             stored = {t.ticket_id: t for t in parked.tickets}
-            try:
-                await legs.claim(parked, [t.ticket_id for t, _ in pairs])
-            except VersionConflict as exc:
-                raise ResumeRejected(
-                    f"another resume of thread {thread_id!r} claimed these tickets first: {exc}"
-                ) from exc
+            await legs.claim(parked, [t.ticket_id for t, _ in pairs])
             return await legs.resume(parked, [(stored[t.ticket_id], d) for t, d in pairs])
 
     # -- sub-agents --------------------------------------------------------------
@@ -299,12 +371,15 @@ class Runtime:
         if request.inherited is not None:
             resolved = resolved.with_inherited(request.inherited)
         binding = ScopeBinding(request.thread_id, request.profile_id, request.namespace)
-        async with self._lock(binding.thread_id), hold_lease(self.store, binding.thread_id):
+        async with (
+            self._lock(binding.thread_id),
+            guard_lease(self.store, binding.thread_id) as lease,
+        ):
             snapshot = await self.store.load(binding)
             if snapshot.parked is not None:
                 raise ThreadBusy(f"child thread {binding.thread_id!r} has a waiting run")
             loop = self._new_loop(
-                resolved, binding, new_id("run_"), request.cancel, request.on_event
+                resolved, binding, new_id("run_"), request.cancel, request.on_event, lease
             )
             loop.ctx.parent_run_id = request.parent_run_id
             loop.ctx.lineage, loop.ctx.tree = request.lineage, request.tree
@@ -327,15 +402,11 @@ class Runtime:
         self, thread_id: str, *, on_event: EventSink | None = None
     ) -> RunState:
         """End the thread's waiting run as ``Cancelled``; its parked calls get error results."""
-        async with self._lock(thread_id), hold_lease(self.store, thread_id):
-            snapshot = await self.store.load(ScopeBinding(thread_id, "default", "default"))
-            parked = snapshot.parked
-            if parked is None:
-                raise ResumeRejected(f"thread {thread_id!r} has no waiting run to cancel")
+        async with self._lock(thread_id), guard_lease(self.store, thread_id) as lease:
+            snapshot, parked = await self._load_parked(thread_id)
             resolved = self._agent(parked.agent_id)
             binding = ScopeBinding(thread_id, parked.profile_id, parked.namespace)
-            snapshot = await self.store.load(binding)
-            loop = self._new_loop(resolved, binding, parked.run_id, None, on_event)
+            loop = self._new_loop(resolved, binding, parked.run_id, None, on_event, lease)
             legs = Resumer(loop)
             legs.restore(snapshot, parked)
             return await legs.cancel_parked(parked)

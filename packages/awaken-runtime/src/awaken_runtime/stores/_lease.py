@@ -8,12 +8,14 @@ import functools
 import logging
 import os
 import socket
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+from ._errors import LeaseLost
 from ._ports import Lease
 
-__all__ = ["DEFAULT_LEASE_TTL", "hold_lease", "new_holder"]
+__all__ = ["DEFAULT_LEASE_TTL", "LeaseGuard", "guard_lease", "hold_lease", "new_holder"]
 
 log = logging.getLogger("awaken_runtime.stores")
 
@@ -35,6 +37,62 @@ def _host_pid() -> str:
     return _host_pid_cached(os.getpid())  # keyed by pid: stays right after a fork
 
 
+class LeaseGuard:
+    """A held lease that a run checks before it executes anything.
+
+    The background renewal only runs when the run yields to the event loop;
+    a run that never does (sync tools, a scripted model) must still notice a
+    lapsed lease. So each boundary compares the clock with :attr:`check_at`
+    and, once it has passed, renews inline with :meth:`ensure`, which raises
+    ``LeaseLost`` once the lease cannot be held any more.
+    """
+
+    __slots__ = ("check_at", "lease", "lost", "store", "ttl")
+
+    def __init__(self, store: Any, lease: Lease, ttl: float) -> None:
+        self.store = store
+        self.lease = lease
+        self.ttl = ttl
+        self.lost: LeaseLost | None = None
+        self.check_at = lease.expires_at - ttl * 2 / 3
+        """When the lease is next due for renewal (``time.time()`` seconds; minus
+        infinity once lost)."""
+
+    async def ensure(self) -> None:
+        """Renew the lease if due; raise ``LeaseLost`` if it is lost."""
+        if self.lost is None and time.time() >= self.check_at:
+            await self.renew()
+        if self.lost is not None:
+            raise self.lost
+
+    async def renew(self) -> None:
+        """Extend the lease by its ttl; on failure, mark it lost once it cannot be held."""
+        try:
+            self.lease = await self.store.renew_lease(self.lease, self.ttl)
+        except LeaseLost as exc:
+            self._lose(exc)
+            return
+        except Exception as exc:
+            # The store failed (disk full, network): the lease holds until it expires.
+            log.warning("could not renew the lease on thread %r: %s", self.lease.thread_id, exc)
+            now = time.time()
+            if now >= self.lease.expires_at:
+                self._lose(
+                    LeaseLost(
+                        f"the lease on thread {self.lease.thread_id!r} expired and could not "
+                        f"be renewed ({type(exc).__name__}: {exc}); this run must stop"
+                    )
+                )
+            else:
+                self.check_at = min(self.lease.expires_at, now + self.ttl / 30)
+            return
+        self.check_at = time.time() + self.ttl / 3
+
+    def _lose(self, exc: LeaseLost) -> None:
+        self.lost = exc
+        self.check_at = float("-inf")
+
+
 @contextlib.asynccontextmanager
 async def hold_lease(
     store: Any, thread_id: str, holder: str | None = None, ttl: float | None = None
@@ -46,25 +104,32 @@ async def hold_lease(
     :data:`DEFAULT_LEASE_TTL`. The lease is renewed every ``ttl / 3`` seconds
     and released at the end.
     """
+    async with guard_lease(store, thread_id, holder, ttl) as guard:
+        yield guard.lease if guard is not None else None
+
+
+@contextlib.asynccontextmanager
+async def guard_lease(
+    store: Any, thread_id: str, holder: str | None = None, ttl: float | None = None
+) -> AsyncIterator[LeaseGuard | None]:
+    """Like :func:`hold_lease`, yielding the :class:`LeaseGuard` a run checks."""
     if not _has_leases(type(store)):
         yield None
         return
     if ttl is None:
         ttl = float(getattr(store, "lease_ttl", DEFAULT_LEASE_TTL))
-    lease = await store.acquire_lease(thread_id, holder or new_holder(), ttl)
-    current = [lease]
+    guard = LeaseGuard(
+        store, await store.acquire_lease(thread_id, holder or new_holder(), ttl), ttl
+    )
     period = ttl / 3
     loop = asyncio.get_running_loop()
     task: asyncio.Task[None] | None = None
 
     async def renew() -> None:
-        while True:
-            try:
-                current[0] = await store.renew_lease(current[0], period * 3)
-            except Exception:
-                log.exception("could not renew the lease on thread %r", thread_id)
-                return
+        while guard.lost is None:
+            await guard.renew()
             await asyncio.sleep(period)
+        log.error("lost the lease on thread %r: %s", thread_id, guard.lost)
 
     def start_renewing() -> None:
         nonlocal task
@@ -73,7 +138,7 @@ async def hold_lease(
     # Most runs end well within a period: a timer costs far less than a task.
     timer = loop.call_later(period, start_renewing)
     try:
-        yield lease
+        yield guard
     finally:
         timer.cancel()
         if task is not None:
@@ -81,7 +146,7 @@ async def hold_lease(
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         try:
-            await store.release_lease(current[0])
+            await store.release_lease(guard.lease)  # a lost lease: the store ignores it
         except Exception:
             log.exception("could not release the lease on thread %r", thread_id)
 

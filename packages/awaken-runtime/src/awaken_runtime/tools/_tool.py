@@ -110,6 +110,27 @@ class ToolCallContext:
     """On a call resumed by ``Approve``: that decision (a tool that suspended
     for permission proceeds instead of asking again)."""
 
+    @property
+    def idempotency_key(self) -> str:
+        """A stable key for this one call, to make external side effects safe to repeat.
+
+        Pass it to the external system's idempotency mechanism (a payment
+        API's ``Idempotency-Key`` header, a unique column, an upsert key):
+        every execution of this same call gets the same key (a call that
+        suspended and runs again once approved; a parked call resumed in
+        another process or after an earlier resume attempt died), so the
+        external system applies the effect once. Another call, even one the
+        provider sent with the same id, gets another key; so does a call the
+        model makes anew after a crash (a new call id).
+
+        It is 64 lowercase hex digits (SHA-256 of the run id and the call id),
+        safe in any header or column. Unique per call while run ids are
+        unique: the runtime's are; a caller-chosen ``run_id`` must not be
+        reused on a thread.
+        """
+        raw = f"{self.run_id}\x00{self.call_id}".encode("utf-8", "surrogatepass")
+        return hashlib.sha256(raw).hexdigest()
+
 
 @runtime_checkable
 class Tool(Protocol):

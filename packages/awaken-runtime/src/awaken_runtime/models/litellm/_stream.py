@@ -9,6 +9,7 @@ every provider to it): ``choices[].delta`` carries ``content``,
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
@@ -102,13 +103,23 @@ def _usage(raw: Any) -> TokenUsage:
 def _merge_fragment(calls: dict[int, _Call], fragment: Any) -> None:
     index = _get(fragment, "index")
     call_id = _get(fragment, "id")
-    if not isinstance(index, int):
+    if call_id is not None and not isinstance(call_id, str):
+        call_id = str(call_id)  # some servers number their calls
+    function = _get(fragment, "function")
+    name = _get(function, "name")
+    if not isinstance(index, int) or isinstance(index, bool):
         # Some providers omit the index: a new id starts a new call, else continue the last.
-        known = [i for i, c in calls.items() if call_id and c.id == call_id]
+        # A known id can start a new call too: servers that send one id for every call.
+        arguments = _get(function, "arguments")
+        known = [
+            i
+            for i, c in calls.items()
+            if call_id and c.id == call_id and not _starts_new_call(c, name, arguments)
+        ]
         if known:
-            index = known[0]
+            index = known[-1]
         elif call_id or not calls:
-            index = len(calls)
+            index = max(calls, default=-1) + 1
         else:
             index = max(calls)
     call = calls.get(index)
@@ -116,13 +127,22 @@ def _merge_fragment(calls: dict[int, _Call], fragment: Any) -> None:
         call = calls[index] = _Call()
     if call_id and not call.id:
         call.id = call_id
-    function = _get(fragment, "function")
-    name = _get(function, "name")
     if name and not call.name:
         call.name = name
     arguments = _get(function, "arguments")
     if arguments:
         call.arguments.append(arguments)
+
+
+def _starts_new_call(call: _Call, name: Any, arguments: Any) -> bool:
+    """A fragment naming a tool with arguments, after a finished call of the same id."""
+    if not (name and call.name and arguments and call.arguments):
+        return False  # a repeated id (and name) on a continuation fragment
+    try:
+        json.loads("".join(call.arguments))
+    except ValueError:
+        return False  # the earlier call's arguments are still incomplete
+    return True
 
 
 def _finish_call(call: _Call) -> ToolCall:

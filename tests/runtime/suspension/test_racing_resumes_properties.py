@@ -1,0 +1,96 @@
+"""A hypothesis property over racing resumes (issue 16, Done-when): whatever the
+interleaving of two resumers (their loads stalled at random), with or without a
+lease, and wherever one of them is killed (its task cancelled at a random point),
+the parked call executes at most once and, after recovery (a new run on the
+thread, or a resume of a ticket still pending), ends exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from awaken_runtime import Approve, InMemoryStore, Phase, ResumeRejected, ScopeBinding, ThreadBusy
+
+PROC = Path(__file__).parent / "procs" / "race_proc.py"
+_spec = importlib.util.spec_from_file_location("race_proc_props", PROC)
+assert _spec is not None and _spec.loader is not None
+race = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(race)
+
+BINDING = ScopeBinding(race.THREAD, "default", "default")
+stalls = st.lists(st.integers(min_value=-30, max_value=0), max_size=3)
+
+
+async def _scenario(
+    leases: bool, stall_a: list[int], stall_b: list[int], kill: int | None, victim: int = 1
+) -> None:
+    inner = InMemoryStore()
+    parker = race.build_runtime(inner, lambda _id: None, race.PARK_TURNS)
+    (ticket,) = (await parker.run(race.AGENT, "pay 5", thread_id=race.THREAD)).tickets
+    executed: list[str] = []
+
+    class SlowAck(race.PortOnlyStore):
+        """Yields after each commit (a slow acknowledgement): a kill can land after the
+        claim, or after the call ran and before its result is stored."""
+
+        async def commit(self, *args: Any, **kwargs: Any) -> int:
+            version = await super().commit(*args, **kwargs)
+            await asyncio.sleep(0)
+            return version
+
+    def worker(stall: list[int]) -> Any:
+        store = inner if leases and not stall else SlowAck(inner, stall)
+        return race.build_runtime(store, executed.append, race.RESUME_TURNS)
+
+    tasks = [asyncio.ensure_future(worker(s).resume(ticket, Approve())) for s in (stall_a, stall_b)]
+    if kill is not None:
+        for _ in range(kill):
+            await asyncio.sleep(0)
+        tasks[victim].cancel()  # a crash of that resumer at this point
+    results = await asyncio.gather(*tasks, return_exceptions=True)
+    for r in results:
+        assert not isinstance(r, BaseException) or isinstance(
+            r, ResumeRejected | ThreadBusy | asyncio.CancelledError
+        ), r
+    assert len(executed) <= 1, f"the call ran {len(executed)} times"
+
+    # Recovery: a pending ticket is resumed; a stranded thread is recovered by a new run.
+    snap = await inner.load(BINDING)
+    if snap.parked is not None and snap.parked.tickets:
+        state = await worker([]).resume(snap.parked.tickets[0], Approve())
+        assert state.phase is Phase.ENDED
+    snap = await inner.load(BINDING)
+    if snap.parked is not None:
+        late = race.build_runtime(inner, executed.append, ["recovered"], gate=False)
+        await late.run(race.AGENT, "again", thread_id=race.THREAD)
+    assert len(executed) <= 1, f"the call ran {len(executed)} times"
+    snap = await inner.load(BINDING)
+    assert snap.parked is None, "the thread is stranded"
+    results_for_call = [
+        m.text for m in snap.messages if m.role == "tool" and m.tool_call_id == "pay"
+    ]
+    assert len(results_for_call) == 1, results_for_call
+    if executed:
+        assert results_for_call[0] == "moved 5" or "unknown" in results_for_call[0]
+    else:
+        assert "moved" not in results_for_call[0]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    leases=st.booleans(),
+    stall_a=stalls,
+    stall_b=stalls,
+    kill=st.none() | st.integers(min_value=0, max_value=40),
+    victim=st.integers(min_value=0, max_value=1),
+)
+def test_racing_resumes_execute_at_most_once_and_end_exactly_once(
+    leases: bool, stall_a: list[int], stall_b: list[int], kill: int | None, victim: int
+) -> None:
+    asyncio.run(_scenario(leases, stall_a, stall_b, kill, victim))
