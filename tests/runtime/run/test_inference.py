@@ -18,7 +18,7 @@ from awaken_runtime import (
 )
 from awaken_runtime.plugins._context import TOOL_FILTER
 from awaken_runtime.run._inference import Inference
-from awaken_runtime.run._phases import End
+from awaken_runtime.run._signals import End
 from awaken_runtime.state._engine import Command, MergePolicy, Scope, StagedCommand
 
 

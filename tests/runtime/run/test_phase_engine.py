@@ -19,7 +19,8 @@ from awaken_runtime import (
     Scope,
     StagedCommand,
 )
-from awaken_runtime.run._phases import End, PhaseEngine
+from awaken_runtime.run._phases import PhaseEngine
+from awaken_runtime.run._signals import End
 
 BI = PhaseHookPoint.BEFORE_INFERENCE
 AT = PhaseHookPoint.AFTER_TOOL

@@ -20,7 +20,8 @@ from awaken_runtime import (
     ToolOutput,
     tool,
 )
-from awaken_runtime.run._phases import End, PhaseEngine
+from awaken_runtime.run._phases import PhaseEngine
+from awaken_runtime.run._signals import End
 from awaken_runtime.run._tool_calls import ToolCallExecutor
 
 

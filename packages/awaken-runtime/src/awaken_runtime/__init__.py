@@ -36,8 +36,8 @@ if TYPE_CHECKING:
         DelegationRequest,
         NativeDelegationService,
         RunDelegationService,
-        run_child_agent,
     )
+    from .delegation._tool import run_child_agent
     from .lifecycle._events import (
         AgentEvent,
         RunFinish,

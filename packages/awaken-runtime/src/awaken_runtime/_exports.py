@@ -31,6 +31,7 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
         "LoopDetection",
         "StopConfig",
     ),
+    "delegation._tool": ("run_child_agent",),
     "delegation._delegation": (
         "AGENT_RUN",
         "ChildOutcome",
@@ -38,7 +39,6 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
         "DelegationRequest",
         "NativeDelegationService",
         "RunDelegationService",
-        "run_child_agent",
     ),
     "lifecycle._events": (
         "AgentEvent",

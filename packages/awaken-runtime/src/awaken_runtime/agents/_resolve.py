@@ -19,7 +19,8 @@ from typing import Any, TypeAlias
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .._errors import AgentConfigError, CapabilityBoundError, ResolutionError
-from ..delegation._delegation import AGENT_RUN, DelegationTool
+from ..delegation._delegation import AGENT_RUN
+from ..delegation._tool import DelegationTool
 from ..models._model import LlmExecutor, ModelSpec
 from ..plugins._actions import ActionHandler, EffectHandler
 from ..plugins._plugin import (

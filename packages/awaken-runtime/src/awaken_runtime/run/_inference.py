@@ -25,9 +25,9 @@ from ..plugins._context import (
     visible_tools,
 )
 from ..state._engine import Scope
-from ._phases import End, fail, interrupted
 from ._request import CONTEXT_COOLDOWNS, ReplacedContent
 from ._run_context import RunContext
+from ._signals import End, fail, interrupted
 
 __all__ = ["Inference"]
 

@@ -14,15 +14,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from time import time as _clock
 from typing import TYPE_CHECKING
 
 from .._errors import CapabilityBoundError, VersionConflict
-from ..lifecycle._events import RunFinish, RunStart, StepEnd, StepStart
+from ..lifecycle._events import RunStart, StepEnd, StepStart
 from ..lifecycle._failures import (
     Cancelled,
-    CapabilityBoundFailure,
     EndCause,
     Error,
     InternalFailure,
@@ -38,17 +36,19 @@ from ..messages._message import PROVIDER_CALL_IDS, Message, new_id
 from ..messages._transcript import Transcript
 from ..models._model import TokenUsage
 from ..plugins._context import CONTEXT_MESSAGES, INFERENCE_PARAMS, REQUEST_WINDOW, TOOL_FILTER
-from ..plugins._gates import Steer
 from ..plugins._plugin import PhaseHookPoint
 from ..state._engine import Command, MergePolicy, Scope, StagedCommand
-from ..stores._thread_store import RunRecord, ThreadSnapshot
+from ..stores._thread_store import ThreadSnapshot
 from ..suspension._suspension import ParkedRun
 from ..tools._cancel import CancellationToken
+from ._ending import bound_failure, leg_result, run_record
+from ._guards import plugin_stop, run_end_guards
 from ._inference import Inference
 from ._parking import close_open_calls, parked_record, ticket_parked_calls
-from ._phases import RUNTIME, End, PhaseEngine, bind, lease_lost, log
+from ._phases import RUNTIME, PhaseEngine
 from ._request import CONTEXT_COOLDOWNS
 from ._run_context import Emit, RunContext
+from ._signals import End, lease_lost, log
 from ._stop import StopTracker
 from ._tool_calls import ToolCallExecutor
 
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from ..agents._resolve import ResolvedAgent
     from ..stores._thread_store import ScopeBinding, ThreadStore
 
-__all__ = ["AgentLoop", "bound_failure"]
+__all__ = ["AgentLoop"]
 
 _RUN_START = PhaseHookPoint.RUN_START
 _STEP_START = PhaseHookPoint.STEP_START
@@ -95,19 +95,6 @@ class AgentLoop:
         self.calls = ToolCallExecutor(ctx, phases)
 
     # -- steps -----------------------------------------------------------------
-
-    async def _guards(self) -> Steer | None:
-        ctx = self.ctx
-        guards = ctx.agent.guards
-        if not guards:
-            return None
-        for pid, guard in guards:
-            ((_, decision),) = await self.phases.call_all(
-                "RUN_END_GUARD", [(pid, bind(guard, ctx.hook_context("run_end_guard", pid)))]
-            )
-            if isinstance(decision, Steer):
-                return decision
-        return None
 
     async def step(self) -> EndCause | None:
         """Run a step up to its tool calls; the caller parks or ends it."""
@@ -202,7 +189,7 @@ class AgentLoop:
                 ctx.release_held()
             return None
         ctx.final_text = response.text
-        steer = await self._guards()
+        steer = await run_end_guards(ctx, phases)
         if steer is None:
             return NaturalEnd()
         message = steer.message
@@ -252,26 +239,12 @@ class AgentLoop:
             tokens = ctx.totals()
             reason = ctx.stop.check(tokens[0] + tokens[1], ctx.cost)
             if reason is None:
-                reason = await self._plugin_stop()
+                reason = await plugin_stop(ctx, phases)
             if reason is not None:
                 return Stopped(reason=reason)
         if outcome is None and ctx.step >= ctx.max_steps:
             outcome = MaxSteps(max_steps=ctx.max_steps)
         return outcome
-
-    async def _plugin_stop(self) -> str | None:
-        ctx = self.ctx
-        hooks = ctx.agent.stop_conditions
-        if not hooks:
-            return None
-        results = await self.phases.call_all(
-            "STOP_CONDITION",
-            [(pid, bind(h, ctx.hook_context("stop_condition", pid))) for pid, h in hooks],
-        )
-        for pid, reason in results:
-            if reason:
-                return f"{pid}: {reason}"
-        return None
 
     def track_stops(self) -> None:
         """Start this leg's stop-condition figures (none when no condition is set)."""
@@ -347,7 +320,7 @@ class AgentLoop:
             ctx.transcript.append(message)
         try:
             await self.phases.phase(_RUN_START)
-            await self.phases.checkpoint(self._run_record(Phase.RUNNING, None))
+            await self.phases.checkpoint(run_record(ctx, Phase.RUNNING, None))
             self.phases.boundary()
         except End as end:
             return await self.finish(end.cause)
@@ -367,24 +340,6 @@ class AgentLoop:
         snapshot_id = new_id("snap_")
         tickets = [*ctx.kept_tickets, *ticket_parked_calls(ctx, snapshot_id)]
         return await self.finish(None, parked=parked_record(ctx, snapshot_id, tickets))
-
-    def _run_record(self, phase: Phase, cause: EndCause | None) -> RunRecord:
-        ctx = self.ctx
-        now = datetime.now(UTC)
-        if ctx.started_at is None:
-            ctx.started_at = now  # a resumed leg restarts this; the store keeps the first
-        return RunRecord(
-            run_id=ctx.run_id,
-            thread_id=ctx.binding.thread_id,
-            agent_id=ctx.config.id,
-            phase=phase,
-            end_cause=cause,
-            steps=ctx.step,
-            usage=ctx.usage,
-            cost=ctx.cost,
-            started_at=ctx.started_at,
-            updated_at=now,
-        )
 
     async def finish(self, cause: EndCause | None, parked: ParkedRun | None = None) -> RunState:
         """RunEnd (unless parking), the last checkpoint and the leg's ``RunState``."""
@@ -420,7 +375,7 @@ class AgentLoop:
                 if not isinstance(cause, Error):
                     cause = bound_failure(exc)
         try:
-            await self.phases.checkpoint(self._run_record(phase, cause), parked, force=True)
+            await self.phases.checkpoint(run_record(ctx, phase, cause), parked, force=True)
         except VersionConflict as exc:
             # Another run committed to the thread: nothing of this leg's end is stored.
             failure = cause.failure if lost else None  # type: ignore[union-attr]
@@ -436,45 +391,4 @@ class AgentLoop:
         tickets = parked.tickets if parked is not None else []
         # A waiting run keeps its pending actions for the resume; an ended one reports them.
         pending = self.phases.unrun_actions() if parked is None else []
-        final = ctx.final_text if isinstance(cause, NaturalEnd) else ""
-        usage = ctx.usage
-        state = RunState(
-            parent_run_id=ctx.parent_run_id,
-            run_id=ctx.run_id,
-            thread_id=ctx.binding.thread_id,
-            agent_id=ctx.config.id,
-            phase=phase,
-            end_cause=cause,
-            final_text=final,
-            steps=ctx.step,
-            usage=usage,
-            cost=ctx.cost,
-            new_messages=ctx.persisted,
-            log=list(ctx.engine.log),
-            state=dict(ctx.engine.data),
-            tickets=tickets,
-            pending_actions=pending,
-        )
-        if ctx.emit is not None:
-            ctx.emit(
-                RunFinish(
-                    seq=ctx.next_seq(),
-                    run_id=ctx.run_id,
-                    phase=phase,
-                    end_cause=cause,
-                    ticket=tickets[0] if tickets else None,
-                    tickets=tickets,
-                    final_text=final,
-                    usage=usage,
-                    cost=ctx.cost,
-                    pending_actions=pending,
-                )
-            )
-        return state
-
-
-def bound_failure(exc: CapabilityBoundError) -> Error:
-    """The end cause of a run whose plugin exceeded its capability bound."""
-    return Error(
-        failure=CapabilityBoundFailure(plugin_id=exc.plugin_id, item=exc.item, message=str(exc))
-    )
+        return leg_result(ctx, phase, cause, tickets, pending)

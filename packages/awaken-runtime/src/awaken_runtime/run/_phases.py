@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import logging
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -19,9 +18,6 @@ from typing import Any
 from .._errors import StateConflictError
 from ..lifecycle._failures import (
     Cancelled,
-    EndCause,
-    Error,
-    LeaseLostFailure,
     PluginFailure,
     StateConflictFailure,
     Stopped,
@@ -35,23 +31,12 @@ from ..state._engine import Command, MergePolicy, Scope, StagedCommand
 from ..stores._errors import LeaseLost
 from ..stores._thread_store import RunRecord
 from ..suspension._suspension import ParkedRun
-from ..tools._cancel import CancellationToken
 from ._bounds import check_bound
 from ._run_context import RunContext
+from ._signals import End, bind, bind2, fail, lease_lost, log
 
-__all__ = [
-    "MAX_ACTION_ROUNDS",
-    "RUNTIME",
-    "End",
-    "PhaseEngine",
-    "bind",
-    "bind2",
-    "fail",
-    "interrupted",
-    "log",
-]
+__all__ = ["MAX_ACTION_ROUNDS", "RUNTIME", "PhaseEngine"]
 
-log = logging.getLogger("awaken_runtime")
 
 RUNTIME = "runtime"
 """Producer name of commands the loop itself stages."""
@@ -65,32 +50,6 @@ _ACTIONS_SLOT = (_RUN, ACTIONS_KEY)
 
 MAX_ACTION_ROUNDS = 16
 """How many rounds of due scheduled actions one phase point may run."""
-
-
-class End(Exception):
-    """Internal: unwinds the run with an end cause."""
-
-    def __init__(self, cause: EndCause) -> None:
-        self.cause = cause
-
-
-def fail(failure: Any) -> End:
-    """An :class:`End` carrying ``Error(failure)``."""
-    return End(Error(failure=failure))
-
-
-def lease_lost(thread_id: str, why: str) -> Error:
-    """The end cause of a run that lost its thread (``why``: what the store said)."""
-    return Error(failure=LeaseLostFailure(thread_id=thread_id, message=why))
-
-
-def interrupted(token: CancellationToken) -> BaseException:
-    """Turn a CancelledError raised inside an armed await into a Cancelled end."""
-    task = asyncio.current_task()
-    if token.cancelled and task is not None:
-        task.uncancel()
-        return End(Cancelled())
-    return asyncio.CancelledError()
 
 
 class PhaseEngine:
@@ -417,16 +376,6 @@ class PhaseEngine:
 def _label(point: PhaseHookPoint | str) -> str:
     """How failures name a hook point: ``BEFORE_INFERENCE``, ``TOOL_GATE``, ..."""
     return point.name if isinstance(point, PhaseHookPoint) else point.upper()
-
-
-def bind(fn: Callable[[Any], Any], arg: Any) -> Callable[[], Any]:
-    """``fn(arg)`` as a thunk (for ``_call_all``)."""
-    return lambda: fn(arg)
-
-
-def bind2(fn: Callable[[Any, Any], Any], a: Any, b: Any) -> Callable[[], Any]:
-    """``fn(a, b)`` as a thunk (for ``_call_all``)."""
-    return lambda: fn(a, b)
 
 
 def _is_due(entry: dict[str, Any], point: PhaseHookPoint, step: int, now: datetime) -> bool:

@@ -32,10 +32,11 @@ from ..suspension._suspension import (
     SuspendCall,
 )
 from ..tools._tool import ToolOutput
-from ._loop import AgentLoop, bound_failure
+from ._ending import bound_failure
+from ._loop import AgentLoop
 from ._parking import close_open_calls, open_calls, parked_record, ticket_parked_calls
-from ._phases import End, lease_lost
 from ._run_context import Parked
+from ._signals import End, lease_lost
 
 __all__ = ["Resumer"]
 

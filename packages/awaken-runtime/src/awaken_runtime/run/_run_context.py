@@ -11,12 +11,13 @@ a context alone.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
+from .._errors import AgentConfigError
 from ..messages._transcript import Transcript
 from ..models._model import TokenUsage
 from ..plugins._plugin import PhaseContext, PhaseHookPoint, RunInfo
@@ -150,8 +151,18 @@ class RunContext:
         self.resumed = False
         self.started_at: datetime | None = None
 
-    def refresh_descriptors(self) -> None:
-        """Recompute the tool list after tools were added (dynamic tools)."""
+    def add_dynamic_tools(self, sources: Sequence[tuple[str, Callable[[], Any]]]) -> None:
+        """Add the tools each plugin's dynamic source gives now; ids must be new."""
+        for plugin_id, source in sources:
+            for extra in source():
+                tid = extra.descriptor.id
+                if tid in self.tools:
+                    raise AgentConfigError(
+                        f"plugin {plugin_id!r} supplies dynamic tool {tid!r}, which the agent "
+                        f"already has; dynamic tool ids must be unique"
+                    )
+                self.tools[tid] = extra
+                self.tool_owner[tid] = plugin_id
         self.descriptors = [t.descriptor for t in self.tools.values()]
 
     def next_seq(self) -> int:

@@ -28,8 +28,9 @@ from ..plugins._plugin import PhaseHookPoint
 from ..state._engine import StagedCommand
 from ..suspension._suspension import SuspendCall
 from ..tools._tool import ToolCallContext, ToolOutput, ignore_progress
-from ._phases import End, PhaseEngine, bind, bind2, fail, interrupted, log
+from ._phases import PhaseEngine
 from ._run_context import Parked, RunContext
+from ._signals import End, bind, bind2, fail, interrupted, log
 
 __all__ = ["Outcome", "ToolCallExecutor"]
 

@@ -24,11 +24,10 @@ from ..lifecycle._run_state import RunState
 from ..messages._message import Message, new_id
 from ..plugins._discovery import Discovery
 from ..run._loop import AgentLoop
-from ..run._phases import lease_lost
 from ..run._resume import Resumer
 from ..stores._lease import LeaseGuard, guard_lease
 from ..stores._memory import InMemoryStore
-from ..stores._thread_store import ScopeBinding, ThreadSnapshot, ThreadStore
+from ..stores._thread_store import ScopeBinding, ThreadStore
 from ..suspension._suspension import (
     Decision,
     ParkedRun,
@@ -38,8 +37,16 @@ from ..suspension._suspension import (
 )
 from ..tools._cancel import CancellationToken
 from ._event_log import EventLog, has_event_log
+from ._recovery import recover, stranded
 from ._streaming import EventSink, stream_run
-from ._tickets import TicketLike, check_tickets, parse_decision, parse_ticket
+from ._tickets import (
+    TicketLike,
+    check_fingerprint,
+    check_tickets,
+    load_parked,
+    parse_decision,
+    parse_ticket,
+)
 
 __all__ = ["OnAwait", "RunInput", "Runtime"]
 
@@ -130,18 +137,8 @@ class Runtime:
         ctx.delegation_tool_id = self.delegation.tool_id()
         if self.delegation.supports_parallel():
             ctx.parallel_limit = max(1, int(getattr(self.delegation, "max_parallel", 4)))
-        for plugin_id, source in resolved.dynamic_tools:
-            for extra in source():
-                tid = extra.descriptor.id
-                if tid in ctx.tools:
-                    raise AgentConfigError(
-                        f"plugin {plugin_id!r} supplies dynamic tool {tid!r}, which the agent "
-                        f"already has; dynamic tool ids must be unique"
-                    )
-                ctx.tools[tid] = extra
-                ctx.tool_owner[tid] = plugin_id
         if resolved.dynamic_tools:
-            ctx.refresh_descriptors()
+            ctx.add_dynamic_tools(resolved.dynamic_tools)
         return loop
 
     def _lock(self, thread_id: str) -> asyncio.Lock:
@@ -178,8 +175,8 @@ class Runtime:
             guard_lease(self.store, binding.thread_id) as lease,
         ):
             snapshot = await self.store.load(binding)
-            if lease is not None and self._stranded(snapshot):
-                await self._recover(binding, snapshot, lease)
+            if lease is not None and stranded(snapshot):
+                await recover(self, binding, snapshot, lease)
                 snapshot = await self.store.load(binding)
             if snapshot.parked is not None:
                 raise ThreadBusy(
@@ -190,46 +187,6 @@ class Runtime:
                 resolved, binding, run_id or new_id("run_"), cancel, on_event, lease
             )
             return await loop.run(snapshot, _input_messages(input))
-
-    @staticmethod
-    def _stranded(snapshot: ThreadSnapshot) -> bool:
-        """A run left behind by a dead process: parked with no ticket, or still RUNNING."""
-        parked, latest = snapshot.parked, snapshot.latest_run
-        if parked is not None:
-            return not parked.tickets
-        return latest is not None and latest.phase is Phase.RUNNING
-
-    async def _recover(
-        self, binding: ScopeBinding, snapshot: ThreadSnapshot, lease: LeaseGuard
-    ) -> None:
-        """End the run a dead process left on the thread (see ``_stranded``).
-
-        Only with the thread's lease held: holding it proves that process is
-        gone (its lease lapsed). A run that died mid-step kept its whole steps
-        only, so just its record is ended; a run whose resume died after the
-        claim is ended through its loop (its claimed calls: outcome unknown).
-        Either way the cause is ``Error(LeaseLostFailure)``.
-        """
-        thread_id = binding.thread_id
-        if snapshot.parked is None:
-            dead = snapshot.latest_run
-            assert dead is not None
-            cause = lease_lost(
-                thread_id, f"the process running run {dead.run_id!r} stopped before it ended"
-            )
-            record = dead.model_copy(
-                update={"phase": Phase.ENDED, "end_cause": cause, "updated_at": datetime.now(UTC)}
-            )
-            await self.store.commit(binding, snapshot.version, [], [], run_record=record)
-            return
-        snapshot, parked = await self._load_parked(thread_id)
-        binding = ScopeBinding(thread_id, parked.profile_id, parked.namespace)
-        loop = self._new_loop(
-            self._agent(parked.agent_id), binding, parked.run_id, None, None, lease
-        )
-        legs = Resumer(loop)
-        legs.restore(snapshot, parked)
-        await legs.abandon(parked)
 
     async def stream(
         self, agent: str | ExecutableAgentSnapshot, input: RunInput, **kwargs: Any
@@ -248,38 +205,6 @@ class Runtime:
 
     # -- resuming ----------------------------------------------------------------
 
-    async def _load_parked(self, thread_id: str) -> tuple[ThreadSnapshot, ParkedRun]:
-        """The snapshot (bound to the waiting run's scopes) and its parked record.
-
-        Whatever is checked and claimed afterwards comes from this one
-        snapshot: checking one version and claiming against another would let
-        two resumers both pass the check and both claim.
-        """
-        default = ScopeBinding(thread_id, "default", "default")
-        snapshot = await self.store.load(default)
-        parked = snapshot.parked
-        if parked is not None and (parked.profile_id, parked.namespace) != ("default", "default"):
-            # The run binds other scopes: reload with them, then trust only this load.
-            snapshot = await self.store.load(
-                ScopeBinding(thread_id, parked.profile_id, parked.namespace)
-            )
-            again = snapshot.parked
-            if again is not None and (again.profile_id, again.namespace) != (
-                parked.profile_id,
-                parked.namespace,
-            ):
-                raise ResumeRejected(
-                    f"thread {thread_id!r} was resumed or re-parked while this resume "
-                    f"loaded it; load its tickets again"
-                )
-            parked = again
-        if parked is None:
-            raise ResumeRejected(
-                f"thread {thread_id!r} has no waiting run (already resumed, cancelled, "
-                f"or never parked)"
-            )
-        return snapshot, parked
-
     def _check(
         self, thread_id: str, parked: ParkedRun, tickets: Sequence[ResumeTicket]
     ) -> ResolvedAgent:
@@ -289,12 +214,7 @@ class Runtime:
             resolved = self._agent(parked.agent_id)
         except Exception as exc:
             raise ResumeRejected(f"agent {parked.agent_id!r} no longer resolves: {exc}") from None
-        if resolved.snapshot.fingerprint != parked.fingerprint:
-            raise ResumeRejected(
-                f"agent {parked.agent_id!r} changed since the run parked (fingerprint "
-                f"{parked.fingerprint[:12]}… then, {resolved.snapshot.fingerprint[:12]}… now): "
-                f"its tools, plugins, plugin config or model differ; start a new run"
-            )
+        check_fingerprint(parked, resolved.snapshot.fingerprint)
         return resolved
 
     async def resume(
@@ -348,7 +268,7 @@ class Runtime:
         thread_id = thread_ids.pop()
         async with self._lock(thread_id), guard_lease(self.store, thread_id) as lease:
             # Check and claim against one load: the claim commits at its version.
-            snapshot, parked = await self._load_parked(thread_id)
+            snapshot, parked = await load_parked(self.store, thread_id)
             resolved = self._check(thread_id, parked, [t for t, _ in pairs])
             if parent is not None and parent.inherited is not None:
                 resolved = resolved.with_inherited(parent.inherited)
@@ -403,7 +323,7 @@ class Runtime:
     ) -> RunState:
         """End the thread's waiting run as ``Cancelled``; its parked calls get error results."""
         async with self._lock(thread_id), guard_lease(self.store, thread_id) as lease:
-            snapshot, parked = await self._load_parked(thread_id)
+            snapshot, parked = await load_parked(self.store, thread_id)
             resolved = self._agent(parked.agent_id)
             binding = ScopeBinding(thread_id, parked.profile_id, parked.namespace)
             loop = self._new_loop(resolved, binding, parked.run_id, None, on_event, lease)

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..stores._thread_store import ScopeBinding, ThreadSnapshot
 from ..suspension._suspension import (
     Approve,
     Decision,
@@ -25,7 +26,14 @@ from ..suspension._suspension import (
     decision_adapter,
 )
 
-__all__ = ["TicketLike", "check_tickets", "parse_decision", "parse_ticket"]
+__all__ = [
+    "TicketLike",
+    "check_fingerprint",
+    "check_tickets",
+    "load_parked",
+    "parse_decision",
+    "parse_ticket",
+]
 
 TicketLike = ResumeTicket | dict[str, Any] | str
 
@@ -86,3 +94,43 @@ def check_tickets(parked: ParkedRun, thread_id: str, tickets: Sequence[ResumeTic
                 f"ticket {given.ticket_id!r} is scheduled for {stored.not_before.isoformat()}"
                 f"; resume it then"
             )
+
+
+def check_fingerprint(parked: ParkedRun, now: str) -> None:
+    """Raise ``ResumeRejected`` if the agent no longer resolves to what the run parked with."""
+    if now != parked.fingerprint:
+        raise ResumeRejected(
+            f"agent {parked.agent_id!r} changed since the run parked (fingerprint "
+            f"{parked.fingerprint[:12]}… then, {now[:12]}… now): "
+            f"its tools, plugins, plugin config or model differ; start a new run"
+        )
+
+
+async def load_parked(store: Any, thread_id: str) -> tuple[ThreadSnapshot, ParkedRun]:
+    """The snapshot (bound to the waiting run's scopes) and its parked record.
+
+    Whatever is checked and claimed afterwards comes from this one
+    snapshot: checking one version and claiming against another would let
+    two resumers both pass the check and both claim.
+    """
+    default = ScopeBinding(thread_id, "default", "default")
+    snapshot = await store.load(default)
+    parked = snapshot.parked
+    if parked is not None and (parked.profile_id, parked.namespace) != ("default", "default"):
+        # The run binds other scopes: reload with them, then trust only this load.
+        snapshot = await store.load(ScopeBinding(thread_id, parked.profile_id, parked.namespace))
+        again = snapshot.parked
+        if again is not None and (again.profile_id, again.namespace) != (
+            parked.profile_id,
+            parked.namespace,
+        ):
+            raise ResumeRejected(
+                f"thread {thread_id!r} was resumed or re-parked while this resume "
+                f"loaded it; load its tickets again"
+            )
+        parked = again
+    if parked is None:
+        raise ResumeRejected(
+            f"thread {thread_id!r} has no waiting run (already resumed, cancelled, or never parked)"
+        )
+    return snapshot, parked

@@ -1,0 +1,87 @@
+"""What a finished (or parked) run leg reports: its run record, ``RunState`` and ``RunFinish``."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from .._errors import CapabilityBoundError
+from ..lifecycle._events import RunFinish
+from ..lifecycle._failures import CapabilityBoundFailure, EndCause, Error, NaturalEnd, Phase
+from ..lifecycle._run_state import RunState
+from ..stores._thread_store import RunRecord
+from ..suspension._suspension import ResumeTicket
+from ._run_context import RunContext
+
+__all__ = ["bound_failure", "leg_result", "run_record"]
+
+
+def bound_failure(exc: CapabilityBoundError) -> Error:
+    """The end cause of a run whose plugin exceeded its capability bound."""
+    return Error(
+        failure=CapabilityBoundFailure(plugin_id=exc.plugin_id, item=exc.item, message=str(exc))
+    )
+
+
+def run_record(ctx: RunContext, phase: Phase, cause: EndCause | None) -> RunRecord:
+    """The run's stored record as of now."""
+    now = datetime.now(UTC)
+    if ctx.started_at is None:
+        ctx.started_at = now  # a resumed leg restarts this; the store keeps the first
+    return RunRecord(
+        run_id=ctx.run_id,
+        thread_id=ctx.binding.thread_id,
+        agent_id=ctx.config.id,
+        phase=phase,
+        end_cause=cause,
+        steps=ctx.step,
+        usage=ctx.usage,
+        cost=ctx.cost,
+        started_at=ctx.started_at,
+        updated_at=now,
+    )
+
+
+def leg_result(
+    ctx: RunContext,
+    phase: Phase,
+    cause: EndCause | None,
+    tickets: list[ResumeTicket],
+    pending: list[Any],
+) -> RunState:
+    """The leg's ``RunState``; its ``RunFinish`` event goes out first."""
+    final = ctx.final_text if isinstance(cause, NaturalEnd) else ""
+    usage = ctx.usage
+    state = RunState(
+        parent_run_id=ctx.parent_run_id,
+        run_id=ctx.run_id,
+        thread_id=ctx.binding.thread_id,
+        agent_id=ctx.config.id,
+        phase=phase,
+        end_cause=cause,
+        final_text=final,
+        steps=ctx.step,
+        usage=usage,
+        cost=ctx.cost,
+        new_messages=ctx.persisted,
+        log=list(ctx.engine.log),
+        state=dict(ctx.engine.data),
+        tickets=tickets,
+        pending_actions=pending,
+    )
+    if ctx.emit is not None:
+        ctx.emit(
+            RunFinish(
+                seq=ctx.next_seq(),
+                run_id=ctx.run_id,
+                phase=phase,
+                end_cause=cause,
+                ticket=tickets[0] if tickets else None,
+                tickets=tickets,
+                final_text=final,
+                usage=usage,
+                cost=ctx.cost,
+                pending_actions=pending,
+            )
+        )
+    return state

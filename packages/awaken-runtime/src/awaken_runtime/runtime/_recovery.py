@@ -1,0 +1,68 @@
+"""Recovering a thread a dead process left behind (its lease lapsed).
+
+A run whose process died keeps a ``RUNNING`` record, or a parked record
+whose tickets were all claimed by a resume that never finished. The runtime
+ends such a run, holding the thread's lease (which proves the old process is
+gone), before it starts anything new on the thread.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from ..lifecycle._failures import Phase
+from ..run._resume import Resumer
+from ..run._signals import lease_lost
+from ..stores._lease import LeaseGuard
+from ..stores._thread_store import ScopeBinding, ThreadSnapshot, ThreadStore
+from ._tickets import load_parked
+
+if TYPE_CHECKING:
+    from ._runtime import Runtime
+
+__all__ = ["end_dead_run", "recover", "stranded"]
+
+
+def stranded(snapshot: ThreadSnapshot) -> bool:
+    """A run left behind by a dead process: parked with no ticket, or still RUNNING."""
+    parked, latest = snapshot.parked, snapshot.latest_run
+    if parked is not None:
+        return not parked.tickets
+    return latest is not None and latest.phase is Phase.RUNNING
+
+
+async def end_dead_run(store: ThreadStore, binding: ScopeBinding, snapshot: ThreadSnapshot) -> None:
+    """End the ``RUNNING`` record of a run that died mid-step (its whole steps are kept)."""
+    dead = snapshot.latest_run
+    assert dead is not None
+    cause = lease_lost(
+        binding.thread_id, f"the process running run {dead.run_id!r} stopped before it ended"
+    )
+    record = dead.model_copy(
+        update={"phase": Phase.ENDED, "end_cause": cause, "updated_at": datetime.now(UTC)}
+    )
+    await store.commit(binding, snapshot.version, [], [], run_record=record)
+
+
+async def recover(
+    runtime: Runtime, binding: ScopeBinding, snapshot: ThreadSnapshot, lease: LeaseGuard
+) -> None:
+    """End the run a dead process left on the thread (``stranded(snapshot)`` is true).
+
+    Call it only with the thread's lease held. A run that died mid-step kept
+    its whole steps only, so just its record is ended; a run whose resume died
+    after the claim is ended through its loop (its claimed calls: outcome
+    unknown). Either way the cause is ``Error(LeaseLostFailure)``.
+    """
+    thread_id = binding.thread_id
+    if snapshot.parked is None:
+        await end_dead_run(runtime.store, binding, snapshot)
+        return
+    snapshot, parked = await load_parked(runtime.store, thread_id)
+    binding = ScopeBinding(thread_id, parked.profile_id, parked.namespace)
+    agent = runtime._agent(parked.agent_id)
+    loop = runtime._new_loop(agent, binding, parked.run_id, None, None, lease)
+    legs = Resumer(loop)
+    legs.restore(snapshot, parked)
+    await legs.abandon(parked)
