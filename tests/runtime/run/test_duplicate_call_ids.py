@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import pytest
+
 from awaken_runtime import (
     Approve,
     AwaitReason,
@@ -20,6 +22,7 @@ from awaken_runtime import (
     Message,
     Phase,
     PluginManifest,
+    ScopeBinding,
     ScriptedTurn,
     Suspend,
     ToolCall,
@@ -154,3 +157,28 @@ async def test_empty_provider_ids_get_fresh_ids_and_no_mapping(make_runtime: Any
     assistant = next(m for m in messages if m.tool_calls)
     assert all(c.id for c in assistant.tool_calls or [])
     assert PROVIDER_IDS not in assistant.metadata
+
+
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+async def test_a_new_runtime_on_the_store_sees_the_threads_ids(
+    make_runtime: Any, tmp_path: Any, backend: str
+) -> None:
+    """Ids from earlier runs count whether the store indexes them (memory) or not (SQLite)."""
+    from awaken_runtime.stores import InMemoryStore, SQLiteStore
+
+    store = InMemoryStore() if backend == "memory" else SQLiteStore(tmp_path / "t.db")
+    executed: list[tuple[str, int]] = []
+    first = make_runtime(
+        [same_id_turn("call_1", 1), "done"], tools=[paying_tool(executed)], store=store
+    )
+    await first.run("one", thread_id="t")
+    snapshot = await store.load(ScopeBinding("t", "default", "default"))
+    assert snapshot.call_ids == ({"call_1"} if backend == "memory" else None)
+    second = make_runtime(
+        [same_id_turn("call_1", 2), "done"], tools=[paying_tool(executed)], store=store
+    )
+    await second.run("two", thread_id="t")
+    messages = (await store.load(ScopeBinding("t", "default", "default"))).messages
+    results = assert_paired_once(messages)
+    assert sorted(results.values()) == ["paid 1", "paid 2"]
+    assert len({cid for cid, _ in executed}) == 2

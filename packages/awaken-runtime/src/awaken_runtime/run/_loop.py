@@ -128,7 +128,11 @@ class AgentLoop:
         if tool_calls:
             seen = ctx.call_ids
             if seen is None:
-                seen = ctx.call_ids = call_ids_of(ctx.transcript.view())
+                # Once per leg: the ids the store already indexed, else one scan of the thread.
+                known = ctx.history_call_ids
+                seen = ctx.call_ids = (
+                    set(known) if known is not None else call_ids_of(ctx.transcript.view())
+                )
             # Inline (a function call per step costs more than this scan): fresh ids and
             # flat arguments, the usual case, need nothing more.
             added = 0
@@ -315,6 +319,7 @@ class AgentLoop:
         ctx.version = snapshot.version
         ctx.engine.data.update(snapshot.state)
         ctx.transcript = Transcript(snapshot.messages)
+        ctx.history_call_ids = snapshot.call_ids
         self.start_event()
         for message in input_messages:
             ctx.transcript.append(message)

@@ -64,6 +64,7 @@ class Resumer:
         ctx.engine.data.update(snapshot.state)
         ctx.engine.data.update({(_RUN, k): v for k, v in parked.run_state})
         ctx.transcript = Transcript(snapshot.messages)
+        ctx.history_call_ids = snapshot.call_ids
         ctx.step = parked.step
         ctx.seq = parked.seq  # the parked leg's RunFinish had this seq
         ctx.usage = parked.usage

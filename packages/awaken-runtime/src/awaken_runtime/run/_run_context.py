@@ -146,6 +146,7 @@ class RunContext:
         self.lease: LeaseGuard | None = None
         """The thread's lease (stores with leases): checked before anything executes."""
         self.call_ids: set[str] | None = None
+        self.history_call_ids: frozenset[str] | None = None
         """Tool-call ids in the transcript (built on the leg's first call), kept unique."""
         self.open_step = False
         self.resumed = False

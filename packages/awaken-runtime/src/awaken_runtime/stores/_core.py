@@ -169,7 +169,13 @@ class Core:
         state.update(self.scoped.get((Scope.SHARED, binding.namespace), {}))
         latest = self.runs.get(thread.latest_run_id) if thread.latest_run_id else None
         return ThreadSnapshot(
-            binding.thread_id, list(thread.messages), state, thread.version, thread.parked, latest
+            binding.thread_id,
+            list(thread.messages),
+            state,
+            thread.version,
+            thread.parked,
+            latest,
+            frozenset(thread.call_ids),
         )
 
     def prepare_commit(

@@ -76,6 +76,9 @@ class ThreadSnapshot:
     """The run waiting for decisions on this thread, if any."""
     latest_run: RunRecord | None = None
     """The record of the thread's most recently recorded run, if any."""
+    call_ids: frozenset[str] | None = None
+    """Every tool-call id in ``messages``, from stores that index them anyway (``None``:
+    unknown; the run then scans the messages once)."""
 
 
 @runtime_checkable
