@@ -2,7 +2,7 @@
 
 ``make_context(turns, tools=..., plugins=..., **agent_fields)`` resolves one
 scripted agent (the ``make_runtime`` rig) and returns a fresh ``RunContext``
-on thread ``t`` of the rig's in-memory store; the rig is on ``ctx.rig``.
+on thread ``t`` of the rig's in-memory store (``ctx.store``).
 """
 
 from __future__ import annotations
@@ -21,8 +21,6 @@ def make_context(make_runtime: Callable[..., Any]) -> Callable[..., RunContext]:
     def build(turns: Any = ("done",), **kwargs: Any) -> RunContext:
         rig = make_runtime(turns, **kwargs)
         resolved = rig.runtime._agent(rig.agent_id)
-        ctx = RunContext(resolved, rig.store, ScopeBinding("t", "default", "default"), "run_1")
-        ctx.rig = rig  # type: ignore[attr-defined]
-        return ctx
+        return RunContext(resolved, rig.store, ScopeBinding("t", "default", "default"), "run_1")
 
     return build
