@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from awaken_runtime import ScopeBinding
 from awaken_store_postgres import PostgresStore
 
 SCRIPT = Path(__file__).with_name("pg_worker.py")
@@ -59,6 +60,23 @@ async def run_until_killed(dsn: str, schema: str, thread_id: str, delay: float) 
     return steps[-1] if steps else 0
 
 
+async def settled(store: PostgresStore, thread_id: str) -> None:
+    """Wait until the killed child's last commit, if the server was still running it, landed.
+
+    A client killed right after sending COMMIT leaves the server to finish that
+    transaction; the check reads the thread and its log in two queries, which
+    must not straddle it.
+    """
+    binding = ScopeBinding(thread_id, "default", "default")
+    version = (await store.load(binding)).version
+    for _ in range(50):
+        await asyncio.sleep(0.1)
+        now = (await store.load(binding)).version
+        if now == version:
+            return
+        version = now
+
+
 async def test_sigkill_loses_at_most_the_step_in_flight(dsn: str, schema: str) -> None:
     rng = random.Random("crash-postgres")
     done = 0
@@ -66,5 +84,6 @@ async def test_sigkill_loses_at_most_the_step_in_flight(dsn: str, schema: str) -
         # Past the child's start-up (the previous lease must expire first), into its steps.
         reported = await run_until_killed(dsn, schema, "crash-thread", rng.uniform(0.3, 0.8))
         async with PostgresStore(dsn, schema=schema) as store:
+            await settled(store, "crash-thread")
             done = await checks._check(store, "crash-thread", reported, done)
     assert done > 0
