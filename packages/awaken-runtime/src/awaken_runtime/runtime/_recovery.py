@@ -27,11 +27,12 @@ __all__ = ["end_dead_run", "recover", "stranded", "sweep"]
 
 
 def stranded(snapshot: ThreadSnapshot) -> bool:
-    """A run left behind by a dead process: parked with no ticket, or still RUNNING."""
+    """A run left behind by a dead process: parked with no ticket, still RUNNING, or
+    WAITING on a thread that is no longer parked (a resume that died mid-step)."""
     parked, latest = snapshot.parked, snapshot.latest_run
     if parked is not None:
         return not parked.tickets
-    return latest is not None and latest.phase is Phase.RUNNING
+    return latest is not None and latest.phase is not Phase.ENDED
 
 
 async def end_dead_run(store: ThreadStore, binding: ScopeBinding, snapshot: ThreadSnapshot) -> None:
