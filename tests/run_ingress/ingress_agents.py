@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -24,6 +25,7 @@ from awaken_runtime import (
     Contributions,
     ModelSpec,
     PluginManifest,
+    Schedule,
     ScriptedExecutor,
     ScriptedTurn,
     Suspend,
@@ -95,4 +97,28 @@ def configure(builder: Any) -> None:
         AgentConfig(
             id="careful", model_binding="m", tool_ids=["work"], plugin_ids=["approve-three"]
         )
+    )
+
+
+class LaterStepThree:
+    """Schedules step 3 of the ``patient`` agent ``AWAKEN_INGRESS_DELAY_S`` seconds out."""
+
+    manifest = PluginManifest(id="later-three", bound=CapabilityBound(tool_gates=True))
+
+    def resolve(self, config: Any) -> Contributions:
+        def gate(ctx: Any, call: ToolCall) -> Any:
+            if call.arguments.get("step") == 3:
+                delay = float(os.environ.get("AWAKEN_INGRESS_DELAY_S", "2"))
+                return Schedule(at=datetime.now(UTC) + timedelta(seconds=delay))
+            return None
+
+        return Contributions(tool_gates=[gate])
+
+
+def configure_patient(builder: Any) -> None:
+    """``configure`` plus the ``patient`` agent, whose step 3 waits for its time."""
+    configure(builder)
+    builder.with_plugin(LaterStepThree())
+    builder.with_agent_spec(
+        AgentConfig(id="patient", model_binding="m", tool_ids=["work"], plugin_ids=["later-three"])
     )

@@ -67,7 +67,7 @@ def _limits(values: list[str]) -> dict[str, int]:
 
 
 def _cmd_worker(args: argparse.Namespace) -> int:
-    from awaken_runtime import AgentRuntimeBuilder
+    from awaken_runtime import AgentRuntimeBuilder, AwakenError
     from awaken_runtime.stores import open_store
 
     from ._worker import Worker
@@ -86,22 +86,30 @@ def _cmd_worker(args: argparse.Namespace) -> int:
         heartbeat_timeout=timedelta(seconds=args.heartbeat_timeout),
     )
 
-    async def main() -> None:
+    async def main() -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, worker.stop)
-        print(
-            f"awaken worker: {len(worker.agents)} agent(s), queue schema {args.schema}", flush=True
-        )
         try:
+            opener = getattr(store, "open", None)
+            if opener is not None:
+                # Open (and check the schema of) the store before taking any job: a worker
+                # older than the store's schema refuses to start instead of failing jobs.
+                try:
+                    await opener()
+                except AwakenError as exc:
+                    print(f"error: {exc}", file=sys.stderr)
+                    return 1
+            agents = len(worker.agents)
+            print(f"awaken worker: {agents} agent(s), queue schema {args.schema}", flush=True)
             await worker.run()
         finally:
             close = getattr(store, "close", None)
             if close is not None:
                 await close()
+        return 0
 
-    asyncio.run(main())
-    return 0
+    return asyncio.run(main())
 
 
 def main(argv: list[str] | None = None) -> int:

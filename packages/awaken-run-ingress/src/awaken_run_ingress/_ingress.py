@@ -4,16 +4,23 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any, Self
 
 from pgqueuer import PsycopgDriver, Queries
 
 from awaken_runtime import Decision, Message, ResumeTicket, check_id
 
-from ._jobs import CANCEL, DECISION, RUN, DecisionJob, RunJob
+from ._jobs import CANCEL, DECISION, EXPIRE, RUN, DecisionJob, RunJob
 from ._schema import CANCEL_CHANNEL, connect, install
 
 __all__ = ["RunIngress", "Submitted", "run_entrypoint"]
+
+
+def _after(at: datetime | None) -> timedelta | None:
+    if at is None:
+        return None
+    return max(at - datetime.now(UTC), timedelta(0))
 
 
 def run_entrypoint(agent_id: str) -> str:
@@ -101,8 +108,17 @@ class RunIngress:
         )
         return Submitted(job.run_id, job.thread_id, int(job_id) if job_id is not None else 0)
 
-    async def decide(self, ticket: ResumeTicket | dict[str, Any], decision: Decision) -> None:
-        """Queue a decision for a waiting run's ticket; a duplicate collapses to one."""
+    async def decide(
+        self,
+        ticket: ResumeTicket | dict[str, Any],
+        decision: Decision,
+        *,
+        at: datetime | None = None,
+    ) -> None:
+        """Queue a decision for a waiting run's ticket; a duplicate collapses to one.
+
+        ``at`` delays it (workers queue a ``Schedule``-d call's approval for its time).
+        """
         stored = ticket if isinstance(ticket, ResumeTicket) else ResumeTicket.model_validate(ticket)
         job = DecisionJob(
             ticket=stored.model_dump(mode="json"), decision=decision.model_dump(mode="json")
@@ -111,7 +127,19 @@ class RunIngress:
         await queries.enqueue(
             DECISION,
             job.model_dump_json().encode(),
+            execute_after=_after(at),
             dedupe_key=f"decision:{stored.ticket_id}",
+            on_conflict="skip",
+        )
+
+    async def expire_at(self, ticket: ResumeTicket, at: datetime) -> None:
+        """Queue the check that cancels the run if ``ticket`` still waits at its deadline."""
+        queries = await self._q()
+        await queries.enqueue(
+            EXPIRE,
+            ticket.model_dump_json().encode(),
+            execute_after=_after(at),
+            dedupe_key=f"expire:{ticket.ticket_id}",
             on_conflict="skip",
         )
 

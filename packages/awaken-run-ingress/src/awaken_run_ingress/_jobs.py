@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from awaken_runtime import Message
 
-__all__ = ["CANCEL", "DECISION", "RUN", "DecisionJob", "RunJob"]
+__all__ = ["CANCEL", "DECISION", "EXPIRE", "RUN", "DecisionJob", "RunJob"]
 
 RUN = "awaken.run"
 """Start (or, after a worker died, continue) one run."""
@@ -16,6 +16,8 @@ DECISION = "awaken.decision"
 """Resume a waiting run with one human decision (deduplicated by ticket id)."""
 CANCEL = "awaken.cancel"
 """Cancel a run wherever it is: running on a worker, waiting, or not started."""
+EXPIRE = "awaken.expire"
+"""A waiting run's ticket reached its deadline: the run is cancelled if it still waits."""
 
 
 class RunJob(BaseModel):

@@ -13,23 +13,27 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
 from pgqueuer import Job, PsycopgDriver, Queries, QueueManager, RetryRequested
 from pgqueuer.types import QueueExecutionMode
 
 from awaken_runtime import (
+    Approve,
+    AwaitReason,
     CancellationToken,
     Phase,
     ResumeRejected,
     ResumeTicket,
+    RunState,
     Runtime,
+    ScopeBinding,
     ThreadBusy,
 )
 
-from ._ingress import run_entrypoint
-from ._jobs import CANCEL, DECISION, DecisionJob, RunJob
+from ._ingress import RunIngress, run_entrypoint
+from ._jobs import CANCEL, DECISION, EXPIRE, DecisionJob, RunJob
 from ._schema import CANCEL_CHANNEL, connect, install
 
 if TYPE_CHECKING:
@@ -78,6 +82,7 @@ class Worker:
         """Run id -> the token of a run this worker is running now."""
         self._slots = asyncio.Semaphore(concurrency)
         self._qm: QueueManager | None = None
+        self._ingress = RunIngress(dsn, schema=schema)
 
     def stop(self) -> None:
         """Finish the jobs in flight, take no new ones, and return from :meth:`run`."""
@@ -96,6 +101,7 @@ class Worker:
                 qm.entrypoint(run_entrypoint(agent_id), concurrency_limit=limit)(self._run_job)
             qm.entrypoint(DECISION)(self._decision_job)
             qm.entrypoint(CANCEL)(self._cancel_job)
+            qm.entrypoint(EXPIRE)(self._expire_job)
             watch = asyncio.create_task(self._watch_cancels(listener))
             # One job per dequeue: a run is long next to a dequeue, and pgqueuer flushes a
             # finished job's status once a batch of them is done (or after a timeout).
@@ -116,6 +122,7 @@ class Worker:
                 with contextlib.suppress(asyncio.CancelledError):
                     await watch
         finally:
+            await self._ingress.close()
             await listener.close()
             await conn.close()
 
@@ -128,7 +135,11 @@ class Worker:
             cancelled = await self._is_cancelled(spec.run_id)
             record = await self.runtime.store.get_run(spec.run_id)  # type: ignore[attr-defined]
             if record is not None and record.phase is not Phase.RUNNING:
-                return  # a repeated delivery of a run that ended or waits for decisions
+                # A repeated delivery of a run that ended or waits: its worker may have died
+                # between the park and queueing the park's wake-ups, so queue them (again).
+                if record.phase is Phase.WAITING:
+                    await self._wake_parked(spec.thread_id)
+                return
             if cancelled:
                 if record is None:
                     return  # cancelled before it started: it never does
@@ -140,8 +151,9 @@ class Worker:
                 self.live.pop(spec.run_id, None)
 
     async def _start(self, spec: RunJob, fresh: bool, token: CancellationToken) -> None:
+        state: RunState | None
         if fresh:
-            await self.runtime.run(
+            state = await self.runtime.run(
                 spec.agent_id,
                 spec.input,
                 thread_id=spec.thread_id,
@@ -151,9 +163,28 @@ class Worker:
                 cancel=token,
             )
         else:  # its worker died mid-run: continue from the last committed step
-            await self.runtime.continue_run(
+            state = await self.runtime.continue_run(
                 spec.thread_id, profile_id=spec.profile_id, namespace=spec.namespace, cancel=token
             )
+        await self._wake_later(state)
+
+    async def _wake_parked(self, thread_id: str) -> None:
+        snap = await self.runtime.store.load(ScopeBinding(thread_id, "default", "default"))
+        if snap.parked is not None:
+            await self._wake(snap.parked.tickets)
+
+    async def _wake_later(self, state: RunState | None) -> None:
+        """Queue the timed wake-ups of a run that parked: a ``Schedule``-d call's
+        approval at its time, and the expiry check of every ticket with a deadline."""
+        if state is not None and state.phase is Phase.WAITING:
+            await self._wake(state.tickets)
+
+    async def _wake(self, tickets: list[ResumeTicket]) -> None:
+        for ticket in tickets:
+            if ticket.await_reason is AwaitReason.SCHEDULED_ACTION and ticket.not_before:
+                await self._ingress.decide(ticket, Approve(), at=ticket.not_before)
+            if ticket.deadline is not None:
+                await self._ingress.expire_at(ticket, ticket.deadline)
 
     async def _patiently(self, job: Job, start: Callable[[], Awaitable[object]]) -> None:
         """``start()``, waiting in place while the thread is busy for up to two lease
@@ -178,11 +209,21 @@ class Worker:
             token = CancellationToken()
             self.live[ticket.run_id] = token
             try:
-                await self._patiently(
-                    job, lambda: self.runtime.resume(ticket, cast("Decision", spec.decision))
-                )
+                if ticket.not_before is not None and ticket.not_before > datetime.now(UTC):
+                    # The database's clock ran ahead of ours: never resume early.
+                    delay = ticket.not_before - datetime.now(UTC)
+                    raise RetryRequested(delay=delay, reason="scheduled for later")
+                decision = cast("Decision", spec.decision)
+                states: list[RunState] = []
+
+                async def resume() -> None:
+                    states.append(await self.runtime.resume(ticket, decision, cancel=token))
+
+                await self._patiently(job, resume)
+                await self._wake_later(states[-1] if states else None)
             except ResumeRejected as exc:
                 log.info("decision on ticket %s not applied: %s", ticket.ticket_id, exc)
+                await self._wake_parked(ticket.thread_id)  # a redelivery after a crash
             finally:
                 self.live.pop(ticket.run_id, None)
 
@@ -196,6 +237,18 @@ class Worker:
         if record is not None and record.phase is Phase.WAITING:
             with contextlib.suppress(ResumeRejected):
                 await self.runtime.cancel_waiting(record.thread_id)
+
+    async def _expire_job(self, job: Job) -> None:
+        ticket = ResumeTicket.model_validate_json(job.payload or b"{}")
+        if ticket.deadline is not None and ticket.deadline > datetime.now(UTC):
+            raise RetryRequested(delay=ticket.deadline - datetime.now(UTC), reason="not yet")
+        store = self.runtime.store
+        snap = await store.load(ScopeBinding(ticket.thread_id, "default", "default"))
+        parked = snap.parked
+        if parked is None or ticket.ticket_id not in {t.ticket_id for t in parked.tickets}:
+            return  # decided in time
+        with contextlib.suppress(ResumeRejected):
+            await self.runtime.cancel_waiting(ticket.thread_id)
 
     def _retry(self, job: Job, exc: Exception) -> None:
         if job.attempts >= _BUSY_ATTEMPTS:
