@@ -135,6 +135,7 @@ if TYPE_CHECKING:
         RunEndGuard,
         RunInfo,
         StateKeyDecl,
+        ToolCatalog,
         ToolGateHook,
         ToolObserver,
     )
@@ -340,6 +341,7 @@ __all__ = [
     "ToolCallContext",
     "ToolCallDone",
     "ToolCallReady",
+    "ToolCatalog",
     "ToolDescriptor",
     "ToolError",
     "ToolFailure",

@@ -162,6 +162,7 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
         "RunInfo",
         "StateKeyDecl",
         "StopConditionHook",
+        "ToolCatalog",
         "ToolGateHook",
         "ToolObserver",
     ),

@@ -18,7 +18,7 @@ from ..delegation._delegation import (
     NativeDelegationService,
     RunDelegationService,
 )
-from ..lifecycle._events import AgentEvent, event_adapter
+from ..lifecycle._events import AgentEvent
 from ..lifecycle._failures import Phase
 from ..lifecycle._run_state import RunState
 from ..messages._message import Message, new_id
@@ -36,7 +36,8 @@ from ..suspension._suspension import (
     ThreadBusy,
 )
 from ..tools._cancel import CancellationToken
-from ._event_log import EventLog, has_event_log
+from ._catalogs import Catalogs
+from ._event_log import EventLog, read_events
 from ._recovery import recover, stranded
 from ._streaming import EventSink, stream_run
 from ._tickets import (
@@ -89,6 +90,7 @@ class Runtime:
         self.discovery = discovery
         self.ticket_secret = ticket_secret
         self._resolved: dict[str, ResolvedAgent] = {}
+        self._catalogs = Catalogs(registries, self)
         # Weak: a lock lives while a run holds it, so many threads do not pile up.
         self._thread_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
             weakref.WeakValueDictionary()
@@ -100,8 +102,22 @@ class Runtime:
     # -- resolution --------------------------------------------------------------
 
     def resolve(self, agent_id: str) -> ExecutableAgentSnapshot:
-        """The serializable snapshot of ``agent_id`` (raises on unknown ids or bad config)."""
+        """The snapshot of ``agent_id`` (raises on unknown ids or bad config); the tools of
+        ``ToolCatalog`` plugins are those last listed (:meth:`aresolve` lists them anew)."""
         return self._agent(agent_id).snapshot
+
+    async def aresolve(self, agent_id: str) -> ExecutableAgentSnapshot:
+        """Like :meth:`resolve`, after listing the agent's catalog tools anew."""
+        await self._refresh(agent_id)
+        return self._agent(agent_id).snapshot
+
+    async def _refresh(self, agent_id: str) -> None:
+        if await self._catalogs.refresh(agent_id):
+            self._resolved.pop(agent_id, None)
+
+    async def aclose(self) -> None:
+        """Release what plugins hold for this runtime (catalog connections); idempotent."""
+        await self._catalogs.aclose()
 
     def _agent(self, agent: str | ExecutableAgentSnapshot) -> ResolvedAgent:
         if isinstance(agent, ExecutableAgentSnapshot):
@@ -115,7 +131,9 @@ class Runtime:
             return resolved
         found = self._resolved.get(agent)
         if found is None:
-            found = resolve_agent(self.registries, agent, self.delegation.tool_id())
+            found = resolve_agent(
+                self.registries, agent, self.delegation.tool_id(), self._catalogs.listed(agent)
+            )
             self._resolved[agent] = found
         return found
 
@@ -168,6 +186,7 @@ class Runtime:
         Raises ``ThreadBusy`` if the thread has a run waiting for decisions, or
         an active run elsewhere (the store's per-thread lease).
         """
+        await self._refresh(agent if isinstance(agent, str) else agent.config.id)
         resolved = self._agent(agent)
         binding = ScopeBinding(thread_id or new_id("thread_"), profile_id, namespace)
         async with (
@@ -269,6 +288,7 @@ class Runtime:
         async with self._lock(thread_id), guard_lease(self.store, thread_id) as lease:
             # Check and claim against one load: the claim commits at its version.
             snapshot, parked = await load_parked(self.store, thread_id)
+            await self._refresh(parked.agent_id)
             resolved = self._check(thread_id, parked, [t for t, _ in pairs])
             if parent is not None and parent.inherited is not None:
                 resolved = resolved.with_inherited(parent.inherited)
@@ -287,6 +307,7 @@ class Runtime:
 
     async def run_child(self, request: DelegationRequest, text: str) -> RunState:
         """Run a sub-agent for a parent run (used by the native delegation service)."""
+        await self._refresh(request.agent_id)
         resolved = self._agent(request.agent_id)
         if request.inherited is not None:
             resolved = resolved.with_inherited(request.inherited)
@@ -376,12 +397,4 @@ class Runtime:
         Events of streamed runs are logged at every step boundary by stores
         with an event log (all built-in ones); other stores return nothing.
         """
-        if not has_event_log(self.store):
-            return []
-        out: list[AgentEvent] = []
-        while True:
-            page = await self.store.read_events(run_id, after)  # type: ignore[attr-defined]
-            if not page:
-                return out
-            out.extend(event_adapter.validate_python(e.data) for e in page)
-            after = page[-1].seq
+        return await read_events(self.store, run_id, after)

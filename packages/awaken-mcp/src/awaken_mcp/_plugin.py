@@ -1,0 +1,121 @@
+"""The ``mcp`` plugin: the tools of configured MCP servers, for the agents that enable it.
+
+An agent enables it with ``plugin_ids = ["mcp"]`` and lists servers under
+``plugin_config.mcp.servers``; a builder may register ``McpPlugin(servers=[...])``
+instead (it replaces the discovered one), whose servers every agent that
+enables ``mcp`` gets in addition to its own. The tools come from the
+runtime's ``ToolCatalog`` hook: listed before each run from a cache that a
+server's change notification clears, so they are in the agent's snapshot
+and fingerprint. Connections are per runtime (the ``owner``), shared by its
+runs, opened at the first run that needs them and closed by
+``Runtime.aclose()``.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from awaken_runtime import (
+    AgentConfigError,
+    CapabilityBound,
+    Contributions,
+    PluginManifest,
+    Tool,
+)
+
+from ._config import McpConfig, McpServerConfig
+from ._connection import McpConnection
+from ._tool import McpTool
+
+__all__ = ["PLUGIN_ID", "McpPlugin"]
+
+PLUGIN_ID = "mcp"
+
+_MANIFEST = PluginManifest(
+    id=PLUGIN_ID,
+    version="0.1.0",
+    description="tools of MCP servers (stdio or streamable HTTP), namespaced <server>__<tool>",
+    config_model=McpConfig,
+    bound=CapabilityBound(dynamic_tools=True),
+)
+
+
+def _key(config: McpServerConfig) -> str:
+    return config.model_dump_json()
+
+
+class McpPlugin:
+    """MCP servers as a tool source (``ToolCatalog``), with connections per runtime."""
+
+    def __init__(self, servers: Iterable[McpServerConfig | dict[str, Any]] = ()) -> None:
+        self.servers = McpConfig.model_validate({"servers": list(servers)}).servers
+        self._pools: weakref.WeakKeyDictionary[object, dict[str, McpConnection]] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._tools: weakref.WeakKeyDictionary[McpConnection, dict[str, McpTool]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    @property
+    def manifest(self) -> PluginManifest:
+        """Id ``mcp``; config :class:`McpConfig`; may contribute dynamic (catalog) tools."""
+        return _MANIFEST
+
+    def resolve(self, config: McpConfig | None) -> Contributions:
+        """Nothing static: the tools come from :meth:`catalog`."""
+        return Contributions()
+
+    def servers_for(self, config: McpConfig | None) -> list[McpServerConfig]:
+        """The builder's servers plus the agent's; an id declared by both is an error."""
+        own = list(config.servers) if config is not None else []
+        mine = {s.id for s in self.servers}
+        clash = sorted(mine & {s.id for s in own})
+        if clash:
+            raise AgentConfigError(
+                f"MCP server id {clash[0]!r} is declared by the builder and by the agent's "
+                f"plugin_config.mcp; rename one of them"
+            )
+        return [*self.servers, *own]
+
+    def connection(self, owner: object, server: McpServerConfig) -> McpConnection:
+        """The owner's connection to ``server`` (created, not started, on first use)."""
+        pool = self._pools.setdefault(owner, {})
+        key = _key(server)
+        found = pool.get(key)
+        if found is None:
+            found = pool[key] = McpConnection(server)
+        return found
+
+    def connections(self, owner: object) -> list[McpConnection]:
+        """Every connection the owner has made so far (for listings)."""
+        return list(self._pools.get(owner, {}).values())
+
+    async def catalog(self, config: McpConfig | None, owner: object) -> Sequence[Tool]:
+        """The filtered tools of every server the agent uses, listing where stale."""
+        out: list[Tool] = []
+        for server in self.servers_for(config):
+            conn = self.connection(owner, server)
+            listed = await conn.list_tools()
+            known = self._tools.setdefault(conn, {})
+            fresh: dict[str, McpTool] = {}
+            for spec in listed:
+                if not server.offers(spec.name):
+                    continue
+                tool = McpTool(conn, spec)
+                old = known.get(spec.name)
+                # The same descriptor keeps its object, so an unchanged catalog
+                # resolves to the very same tools.
+                if old is not None and old.descriptor == tool.descriptor:
+                    tool = old
+                fresh[spec.name] = tool
+                out.append(tool)
+            self._tools[conn] = fresh
+        return out
+
+    async def release(self, owner: object) -> None:
+        """Close the owner's connections (stdio servers exit)."""
+        pool = self._pools.pop(owner, {})
+        for conn in pool.values():
+            await conn.aclose()

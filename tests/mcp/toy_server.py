@@ -1,0 +1,96 @@
+"""A small MCP server on the official SDK (``MCPServer``), run over stdio by the tests.
+
+Its tools misbehave on purpose: ``crash`` kills the process mid-call,
+``slow`` waits until it is cancelled and records that in ``$TOY_MARKS``,
+``grow`` adds a tool and announces the change, ``picture`` returns an image.
+Nothing is printed to stdout (the stdio transport's channel).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import sys
+from pathlib import Path
+
+from mcp.server.mcpserver import Context, MCPServer
+
+MARKS = Path(os.environ.get("TOY_MARKS", "/dev/null"))
+server = MCPServer("toy")
+
+
+def mark(text: str) -> None:
+    with MARKS.open("a", encoding="utf-8") as f:
+        f.write(text + "\n")
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Echo the text back."""
+    return f"echo: {text}"
+
+
+@server.tool()
+def fail(reason: str) -> str:
+    """Always fails with the reason."""
+    raise ValueError(f"refused: {reason}")
+
+
+@server.tool()
+def crash() -> str:
+    """Exit the server process in the middle of the call."""
+    mark(f"crash {os.getpid()}")
+    sys.stderr.flush()
+    os._exit(3)
+
+
+@server.tool()
+async def slow(seconds: float) -> str:
+    """Sleep, noting a cancellation in the marks file."""
+    mark("slow started")
+    try:
+        await asyncio.sleep(seconds)
+    except asyncio.CancelledError:
+        mark("slow cancelled")
+        raise
+    mark("slow finished")
+    return "slept"
+
+
+def extra(n: int) -> str:
+    """A tool added by grow."""
+    return f"extra {n}"
+
+
+@server.tool()
+async def grow(ctx: Context) -> str:
+    """Add the tool `extra` and tell the clients the tool list changed."""
+    server.add_tool(extra, name="extra")
+    await ctx.notify_tools_changed()
+    try:
+        await ctx.session.send_tool_list_changed()
+    except Exception:  # a 2026-07-28 session has no unsolicited notifications
+        pass
+    return "grown"
+
+
+@server.tool()
+def picture() -> list[object]:
+    """A caption and a one-pixel PNG."""
+    from mcp.server.mcpserver import Image
+
+    png = base64.b64decode(
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+    )
+    return ["a red dot", Image(data=png, format="png")]
+
+
+@server.tool()
+def pid() -> int:
+    """The server's process id."""
+    return os.getpid()
+
+
+if __name__ == "__main__":
+    server.run("stdio")
