@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +45,7 @@ def time_server() -> McpServerConfig:
 
 
 def build(
-    turns: Sequence[Any] | Callable[..., Any],
+    turns: Sequence[Any],
     servers: Sequence[McpServerConfig] = (),
     **agent: Any,
 ) -> Runtime:
@@ -55,7 +55,7 @@ def build(
         AgentRuntimeBuilder(discover=True)
         .with_plugin(McpPlugin(servers))
         .with_model(ModelSpec(id="m", provider="scripted", model="m"))
-        .with_provider("scripted", ScriptedExecutor(turns))  # type: ignore[arg-type]
+        .with_provider("scripted", ScriptedExecutor(turns))
         .with_agent_spec(AgentConfig(id="a", model_binding="m", plugin_ids=plugins, **agent))
         .build()
     )

@@ -9,15 +9,16 @@ Nothing is printed to stdout (the stdio transport's channel).
 from __future__ import annotations
 
 import asyncio
-import base64
 import os
 import sys
 from pathlib import Path
 
+import mcp_types as types
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 
 MARKS = Path(os.environ.get("TOY_MARKS", "/dev/null"))
-server = MCPServer("toy")
+server = MCPServer("toy", log_level="CRITICAL")
 
 
 def mark(text: str) -> None:
@@ -34,7 +35,7 @@ def echo(text: str) -> str:
 @server.tool()
 def fail(reason: str) -> str:
     """Always fails with the reason."""
-    raise ValueError(f"refused: {reason}")
+    raise ToolError(f"refused: {reason}")
 
 
 @server.tool()
@@ -76,14 +77,12 @@ async def grow(ctx: Context) -> str:
 
 
 @server.tool()
-def picture() -> list[object]:
+def picture() -> list[types.TextContent | types.ImageContent]:
     """A caption and a one-pixel PNG."""
-    from mcp.server.mcpserver import Image
-
-    png = base64.b64decode(
+    png = (
         "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
     )
-    return ["a red dot", Image(data=png, format="png")]
+    return [types.TextContent(text="a red dot"), types.ImageContent(data=png, mime_type="image/png")]
 
 
 @server.tool()
@@ -92,5 +91,24 @@ def pid() -> int:
     return os.getpid()
 
 
+def serve_http(port: int, key: str) -> None:
+    """Streamable HTTP on 127.0.0.1:port; requests must carry ``X-Toy-Key: key``."""
+    import uvicorn
+
+    app = server.streamable_http_app()
+
+    async def guarded(scope, receive, send):  # type: ignore[no-untyped-def]
+        if scope["type"] == "http" and dict(scope["headers"]).get(b"x-toy-key") != key.encode():
+            await send({"type": "http.response.start", "status": 401, "headers": []})
+            await send({"type": "http.response.body", "body": b"no key"})
+            return
+        await app(scope, receive, send)
+
+    uvicorn.run(guarded, host="127.0.0.1", port=port, log_level="warning")
+
+
 if __name__ == "__main__":
-    server.run("stdio")
+    if len(sys.argv) > 1 and sys.argv[1] == "--http":
+        serve_http(int(sys.argv[2]), sys.argv[3])
+    else:
+        server.run("stdio")
