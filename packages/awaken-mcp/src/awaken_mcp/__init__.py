@@ -10,19 +10,29 @@ from __future__ import annotations
 
 from ._config import McpConfig, McpServerConfig
 from ._connection import McpConnection, McpUnavailable
+from ._http import create_http_app, serve_stdio
+from ._listing import list_servers
 from ._names import tool_id
 from ._plugin import PLUGIN_ID, McpPlugin
 from ._results import to_output
+from ._server import AGENT_INPUT_SCHEMA, PRINCIPAL_STATE, build_server, offered_tools
 from ._tool import McpTool
 
 __all__ = [
+    "AGENT_INPUT_SCHEMA",
     "PLUGIN_ID",
+    "PRINCIPAL_STATE",
     "McpConfig",
     "McpConnection",
     "McpPlugin",
     "McpServerConfig",
     "McpTool",
     "McpUnavailable",
+    "build_server",
+    "create_http_app",
+    "list_servers",
+    "offered_tools",
+    "serve_stdio",
     "to_output",
     "tool_id",
 ]
