@@ -184,3 +184,29 @@ async def test_python_sdk_client_over_stdio(tmp_path: Path) -> None:
         assert names == {"add", "shout"}  # agents only with --agents-as-tools
         result = await client.call_tool("shout", {"text": "hi"})
         assert text(result) == "HI!"
+
+
+JS = HERE / "js"
+
+
+def test_typescript_sdk_client_over_streamable_http(http_server: Served) -> None:
+    import json
+    import shutil
+
+    if not (JS / "node_modules").is_dir() or shutil.which("node") is None:
+        if os.environ.get("CI"):
+            pytest.fail("node or tests/mcp/js/node_modules missing: .ci/run must `npm ci` them")
+        pytest.skip("run `npm ci --prefix tests/mcp/js` (needs Node 20) for the TS client test")
+    env = {**os.environ, "SERVER_URL": http_server.url, "SERVER_KEY": ALICE}
+    done = subprocess.run(
+        ["node", "mcp_client.mjs"], cwd=JS, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, f"mcp_client.mjs failed:\n{done.stderr}\n{done.stdout}"
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["tools"] == ["add", "calc", "shout"]
+    assert out["addSchema"]["required"] == ["a", "b"]
+    assert out["add"] == "5" and out["shout"] == "TS!"
+    assert out["broke"]["isError"] and "the tool broke" in out["broke"]["text"]
+    assert not out["agent"]["isError"] and "from ts" in out["agent"]["text"]
+    assert out["sessionId"] is None, "stateless: the server hands out no session"
+    assert out["refused"] != "connected" and "401" in out["refused"]
