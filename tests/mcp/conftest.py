@@ -28,4 +28,3 @@ async def closing() -> AsyncIterator[list[Runtime]]:
     yield runtimes
     for rt in runtimes:
         await rt.aclose()
-

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import socket
@@ -13,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from awaken_mcp import McpPlugin, McpServerConfig, McpUnavailable
 from mcp_rig import TOY, ScriptedTurn, build, time_server, toy_server
 
+from awaken_mcp import McpPlugin, McpServerConfig, McpUnavailable
 from awaken_runtime import (
     CancellationToken,
     Cancelled,
@@ -78,9 +79,7 @@ async def test_agent_uses_mcp_server_time_over_stdio(closing: list[Runtime]) -> 
     assert connection(rt, "time").restarts == 0
 
 
-async def test_results_map_errors_images_and_filters(
-    closing: list[Runtime], marks: Path
-) -> None:
+async def test_results_map_errors_images_and_filters(closing: list[Runtime], marks: Path) -> None:
     rt = build(
         [
             ScriptedTurn.call("toy__fail", {"reason": "no"}),
@@ -164,9 +163,7 @@ async def test_a_changed_tool_list_refreshes_the_catalog_and_rejects_old_tickets
 async def test_cancelling_a_run_cancels_the_mcp_call_in_flight(
     closing: list[Runtime], marks: Path
 ) -> None:
-    rt = build(
-        [ScriptedTurn.call("toy__slow", {"seconds": 60}), "never"], [toy_server(marks)]
-    )
+    rt = build([ScriptedTurn.call("toy__slow", {"seconds": 60}), "never"], [toy_server(marks)])
     closing.append(rt)
     cancel = CancellationToken()
     run = asyncio.create_task(rt.run("a", "wait", thread_id="s", cancel=cancel))
@@ -225,7 +222,7 @@ async def test_an_unstartable_server_names_itself(closing: list[Runtime], tmp_pa
     )
     rt = build(["x"], [broken])
     closing.append(rt)
-    with pytest.raises(McpUnavailable, match="'ghost'.*did not start"):
+    with pytest.raises(McpUnavailable, match=r"'ghost'.*did not start"):
         await rt.run("a", "hi")
     assert connection(rt, "ghost").status.startswith("failed")
 
@@ -255,10 +252,8 @@ def connection_status_after_close(rt: Runtime) -> list[Any]:
 
 
 def _alive(pid: int) -> bool:
-    try:
+    with contextlib.suppress(ChildProcessError):  # reap it if it is our child
         os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

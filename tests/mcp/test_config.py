@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from awaken_mcp import McpConfig, McpPlugin, McpServerConfig
 from pydantic import ValidationError
 
+from awaken_mcp import McpConfig, McpPlugin, McpServerConfig
 from awaken_runtime import AgentConfigError
 
 

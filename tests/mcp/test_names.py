@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 
-from awaken_mcp import tool_id
 from hypothesis import given
 from hypothesis import strategies as st
 
+from awaken_mcp import tool_id
 from awaken_runtime import ToolDescriptor
 
 RULE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")

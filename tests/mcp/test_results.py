@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import mcp_types as types
+
 from awaken_mcp import to_output
 
 

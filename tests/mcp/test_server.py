@@ -15,11 +15,10 @@ import httpx
 import httpx2
 import mcp_types as types
 import pytest
-from awaken_mcp import build_server
-from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp_setup import add, shout
 
+from awaken_mcp import build_server
 from awaken_runtime import (
     AgentConfig,
     AgentRuntimeBuilder,
@@ -27,6 +26,7 @@ from awaken_runtime import (
     ResolutionError,
     ScriptedExecutor,
 )
+from mcp import Client, StdioServerParameters
 
 HERE = Path(__file__).parent
 AWAKEN = str(Path(sys.executable).parent / "awaken")

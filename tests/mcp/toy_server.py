@@ -9,6 +9,7 @@ Nothing is printed to stdout (the stdio transport's channel).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -69,10 +70,10 @@ async def grow(ctx: Context) -> str:
     """Add the tool `extra` and tell the clients the tool list changed."""
     server.add_tool(extra, name="extra")
     await ctx.notify_tools_changed()
-    try:
+    # Handshake-era clients learn it from the notification; a 2026-07-28 session
+    # has no unsolicited notifications (its clients listen), so this may refuse.
+    with contextlib.suppress(Exception):
         await ctx.session.send_tool_list_changed()
-    except Exception:  # a 2026-07-28 session has no unsolicited notifications
-        pass
     return "grown"
 
 
@@ -80,9 +81,11 @@ async def grow(ctx: Context) -> str:
 def picture() -> list[types.TextContent | types.ImageContent]:
     """A caption and a one-pixel PNG."""
     png = (
-        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"
+        "+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
     )
-    return [types.TextContent(text="a red dot"), types.ImageContent(data=png, mime_type="image/png")]
+    image = types.ImageContent(data=png, mime_type="image/png")
+    return [types.TextContent(text="a red dot"), image]
 
 
 @server.tool()

@@ -23,8 +23,8 @@ from awaken_runtime import (
     ScriptedTurn,
     Suspend,
     Tool,
-    ToolCatalog,
     ToolCallContext,
+    ToolCatalog,
     ToolDescriptor,
     ToolOutput,
 )

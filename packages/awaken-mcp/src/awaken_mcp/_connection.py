@@ -21,10 +21,11 @@ from typing import Any
 import anyio
 import httpx2
 import mcp_types as types
-from awaken_runtime import AwakenError, ToolOutput
-from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError
+
+from awaken_runtime import AwakenError, ToolOutput
+from mcp import Client, MCPError, StdioServerParameters
 
 from ._config import McpServerConfig
 from ._results import to_output
@@ -195,8 +196,7 @@ class McpConnection:
             self._stale = True
             await self._end(f"failed: listing tools: {type(exc).__name__}: {exc}")
             raise McpUnavailable(
-                f"MCP server {self.config.id!r} did not list its tools: {type(exc).__name__}: "
-                f"{exc}"
+                f"MCP server {self.config.id!r} did not list its tools: {type(exc).__name__}: {exc}"
             ) from None
         self.tools = tools
         return tools

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from awaken_server import KeyRing, Problem
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
 from starlette.requests import HTTPConnection
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from awaken_server import KeyRing, Problem
 
 from ._server import PRINCIPAL_STATE
 

@@ -60,4 +60,3 @@ async def list_servers(runtime: Runtime, agent_ids: list[str]) -> list[dict[str,
                 }
             )
     return rows
-

@@ -15,6 +15,7 @@ import json
 from typing import Any
 
 import mcp_types as types
+
 from awaken_runtime import ContentPart, ToolOutput
 
 __all__ = ["to_output"]

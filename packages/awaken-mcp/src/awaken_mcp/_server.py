@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import mcp_types as types
+from mcp.server import Server
+
 from awaken_runtime import (
     CancellationToken,
     Phase,
@@ -31,7 +33,6 @@ from awaken_runtime import (
     ToolCallContext,
     ToolOutput,
 )
-from mcp.server import Server
 
 __all__ = ["AGENT_INPUT_SCHEMA", "PRINCIPAL_STATE", "build_server", "offered_tools"]
 

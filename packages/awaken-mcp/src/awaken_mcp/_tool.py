@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import mcp_types as types
+
 from awaken_runtime import ToolCallContext, ToolDescriptor, ToolOutput
 
 from ._connection import McpConnection

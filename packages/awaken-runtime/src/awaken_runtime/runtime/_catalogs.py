@@ -49,7 +49,9 @@ class Catalogs:
         plugins = self._catalog_plugins(agent_id)
         if not plugins:
             return False
-        listed = {pid: list(await p.catalog(cfg, self._owner)) for pid, p, cfg in plugins}
+        listed: dict[str, Sequence[Tool]] = {
+            pid: list(await p.catalog(cfg, self._owner)) for pid, p, cfg in plugins
+        }
         key = tuple(
             (pid, tuple(t.descriptor.content_hash for t in tools)) for pid, tools in listed.items()
         )
