@@ -301,3 +301,17 @@ async def test_an_http_server_with_headers(closing: list[Runtime], marks: Path) 
     finally:
         proc.kill()
         proc.wait(10)
+
+
+async def test_a_runtime_dropped_without_aclose_does_not_leave_its_server_running(
+    marks: Path,
+) -> None:
+    import gc
+
+    rt = build([ScriptedTurn.call("toy__pid", {}), "ok"], [toy_server(marks)])
+    state = await rt.run("a", "pid", thread_id="o")
+    (out,) = [m for m in state.new_messages if m.role == "tool"]
+    pid = int(out.text)
+    del rt, state
+    gc.collect()
+    await until(lambda: not _alive(pid), "the orphaned server to exit", timeout=15)

@@ -67,6 +67,7 @@ class McpConnection:
         self._lock = asyncio.Lock()
         self._stale = True
         self._closed = False
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -137,7 +138,7 @@ class McpConnection:
                 raise McpUnavailable(f"MCP server {self.config.id!r} is closed (runtime shut down)")
             if self.status.startswith("crashed"):
                 self.restarts += 1
-            loop = asyncio.get_running_loop()
+            loop = self._loop = asyncio.get_running_loop()
             ready: asyncio.Future[Client] = loop.create_future()
             stop = asyncio.Event()
             self._stop = stop
@@ -173,6 +174,13 @@ class McpConnection:
         """Close the connection (a stdio server process is ended by the SDK); idempotent."""
         self._closed = True
         await self._end("closed")
+
+    def close_soon(self) -> None:
+        """Close from anywhere (a finalizer, another thread) on the connection's own loop."""
+        self._closed = True
+        loop, stop = self._loop, self._stop
+        if loop is not None and stop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(stop.set)  # the runner leaves the client and exits
 
     # -- listing and calling -----------------------------------------------------
 

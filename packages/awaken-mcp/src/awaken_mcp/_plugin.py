@@ -51,9 +51,9 @@ class McpPlugin:
 
     def __init__(self, servers: Iterable[McpServerConfig | dict[str, Any]] = ()) -> None:
         self.servers = McpConfig.model_validate({"servers": list(servers)}).servers
-        self._pools: weakref.WeakKeyDictionary[object, dict[str, McpConnection]] = (
-            weakref.WeakKeyDictionary()
-        )
+        # By id, with a finalizer: a runtime dropped without aclose() (awaken serve
+        # builds a new one per publish) must not leave its server processes behind.
+        self._pools: dict[int, dict[str, McpConnection]] = {}
         self._tools: weakref.WeakKeyDictionary[McpConnection, dict[str, McpTool]] = (
             weakref.WeakKeyDictionary()
         )
@@ -81,7 +81,10 @@ class McpPlugin:
 
     def connection(self, owner: object, server: McpServerConfig) -> McpConnection:
         """The owner's connection to ``server`` (created, not started, on first use)."""
-        pool = self._pools.setdefault(owner, {})
+        pool = self._pools.get(id(owner))
+        if pool is None:
+            pool = self._pools[id(owner)] = {}
+            weakref.finalize(owner, self._orphaned, id(owner))
         key = _key(server)
         found = pool.get(key)
         if found is None:
@@ -90,7 +93,7 @@ class McpPlugin:
 
     def connections(self, owner: object) -> list[McpConnection]:
         """Every connection the owner has made so far (for listings)."""
-        return list(self._pools.get(owner, {}).values())
+        return list(self._pools.get(id(owner), {}).values())
 
     async def catalog(self, config: McpConfig | None, owner: object) -> Sequence[Tool]:
         """The filtered tools of every server the agent uses, listing where stale."""
@@ -116,6 +119,10 @@ class McpPlugin:
 
     async def release(self, owner: object) -> None:
         """Close the owner's connections (stdio servers exit)."""
-        pool = self._pools.pop(owner, {})
+        pool = self._pools.pop(id(owner), {})
         for conn in pool.values():
             await conn.aclose()
+
+    def _orphaned(self, owner_id: int) -> None:
+        for conn in self._pools.pop(owner_id, {}).values():
+            conn.close_soon()
