@@ -43,7 +43,6 @@ from pathlib import Path
 from typing import Any
 
 from awaken_mcp import McpPlugin, McpServerConfig
-
 from awaken_runtime import (
     AgentConfig,
     AgentRuntimeBuilder,
