@@ -315,3 +315,42 @@ async def test_a_runtime_dropped_without_aclose_does_not_leave_its_server_runnin
     del rt, state
     gc.collect()
     await until(lambda: not _alive(pid), "the orphaned server to exit", timeout=15)
+
+
+JS = Path(__file__).parent / "js"
+
+
+async def test_a_handshake_era_typescript_server_and_its_list_changed_notification(
+    closing: list[Runtime],
+) -> None:
+    import shutil
+
+    if not (JS / "node_modules").is_dir() or shutil.which("node") is None:
+        if os.environ.get("CI"):
+            pytest.fail("node or tests/mcp/js/node_modules missing: .ci/run must `npm ci` them")
+        pytest.skip("run `npm ci --prefix tests/mcp/js` (needs Node 20) for the TS server test")
+    ts = McpServerConfig(
+        id="ts", transport="stdio", command="node", args=[str(JS / "toy_server.mjs")]
+    )
+    rt = build(
+        [
+            ScriptedTurn.call("ts__hello", {"name": "awaken"}),
+            ScriptedTurn.call("ts__grow", {}),
+            "grown",
+            ScriptedTurn.call("ts__later", {}),
+            "done",
+        ],
+        [ts],
+    )
+    closing.append(rt)
+    before = await rt.aresolve("a")
+    assert {t.id for t in before.tools} == {"ts__hello", "ts__grow"}
+    first = await rt.run("a", "hello", thread_id="ts1")
+    hello, grow = [m for m in first.new_messages if m.role == "tool"]
+    assert hello.text == "hello, awaken" and grow.text == "grown"
+    conn = connection(rt, "ts")
+    await until(lambda: conn.changes > 0, "notifications/tools/list_changed")
+    second = await rt.run("a", "later", thread_id="ts2")
+    (later,) = [m for m in second.new_messages if m.role == "tool"]
+    assert later.text == "here now"
+    assert (await rt.aresolve("a")).fingerprint != before.fingerprint
