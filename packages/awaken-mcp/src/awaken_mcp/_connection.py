@@ -92,12 +92,14 @@ class McpConnection:
         self.changes += 1
 
     async def _run(self, ready: asyncio.Future[Client], stop: asyncio.Event) -> None:
+        opened: Client | None = None
         try:
             async with (
                 contextlib.AsyncExitStack() as stack,
                 self._make_client(stack) as client,
                 anyio.create_task_group() as tg,
             ):
+                opened = client
                 if not ready.done():
                     ready.set_result(client)
                 tg.start_soon(self._listen, client)
@@ -111,7 +113,11 @@ class McpConnection:
             if isinstance(exc, asyncio.CancelledError):
                 raise
         finally:
-            self._client = None
+            # Only this runner's client: a newer connection may already be up.
+            if opened is not None and self._client is opened:
+                self._client = None
+                if not stop.is_set():  # it ended on its own: the server went away
+                    self.status = "crashed: the connection ended"
 
     async def _listen(self, client: Client) -> None:
         caps = client.server_capabilities.tools
@@ -154,6 +160,11 @@ class McpConnection:
                     f"{_describe(self.config)}) did not start: {type(exc).__name__}: {exc}; "
                     f"check the command or url and that it speaks MCP"
                 ) from None
+            except BaseException:  # cancelled while starting: stop the runner, leave no orphan
+                stop.set()
+                self._runner = self._stop = None
+                self.status = "not started"
+                raise
             self._client = client
             self._stale = True
             self.status = "connected"

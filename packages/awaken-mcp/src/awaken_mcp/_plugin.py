@@ -17,6 +17,7 @@ import weakref
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import mcp_types as types
 from awaken_runtime import (
     AgentConfigError,
     CapabilityBound,
@@ -54,9 +55,11 @@ class McpPlugin:
         # By id, with a finalizer: a runtime dropped without aclose() (awaken serve
         # builds a new one per publish) must not leave its server processes behind.
         self._pools: dict[int, dict[str, McpConnection]] = {}
-        self._tools: weakref.WeakKeyDictionary[McpConnection, dict[str, McpTool]] = (
-            weakref.WeakKeyDictionary()
-        )
+        # Per connection: the listing last wrapped, and its tools (a run whose
+        # listing did not change reuses them, and resolves to the same snapshot).
+        self._tools: weakref.WeakKeyDictionary[
+            McpConnection, tuple[list[types.Tool], list[McpTool]]
+        ] = weakref.WeakKeyDictionary()
 
     @property
     def manifest(self) -> PluginManifest:
@@ -101,20 +104,27 @@ class McpPlugin:
         for server in self.servers_for(config):
             conn = self.connection(owner, server)
             listed = await conn.list_tools()
-            known = self._tools.setdefault(conn, {})
-            fresh: dict[str, McpTool] = {}
-            for spec in listed:
-                if not server.offers(spec.name):
-                    continue
-                tool = McpTool(conn, spec)
-                old = known.get(spec.name)
-                # The same descriptor keeps its object, so an unchanged catalog
-                # resolves to the very same tools.
-                if old is not None and old.descriptor == tool.descriptor:
-                    tool = old
-                fresh[spec.name] = tool
-                out.append(tool)
-            self._tools[conn] = fresh
+            known = self._tools.get(conn)
+            if known is None or known[0] is not listed:
+                known = self._tools[conn] = (listed, self._wrap(conn, listed, known))
+            out.extend(known[1])
+        return out
+
+    @staticmethod
+    def _wrap(
+        conn: McpConnection,
+        listed: list[types.Tool],
+        before: tuple[list[types.Tool], list[McpTool]] | None,
+    ) -> list[McpTool]:
+        old = {t.name: t for t in before[1]} if before is not None else {}
+        out: list[McpTool] = []
+        for spec in listed:
+            if not conn.config.offers(spec.name):
+                continue
+            tool = McpTool(conn, spec)
+            same = old.get(spec.name)
+            # An unchanged descriptor keeps its object: the catalog stays the same.
+            out.append(same if same is not None and same.descriptor == tool.descriptor else tool)
         return out
 
     async def release(self, owner: object) -> None:
