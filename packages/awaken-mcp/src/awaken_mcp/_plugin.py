@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import mcp_types as types
+
 from awaken_runtime import (
     AgentConfigError,
     CapabilityBound,
