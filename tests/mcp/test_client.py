@@ -335,6 +335,7 @@ async def test_a_handshake_era_typescript_server_and_its_list_changed_notificati
     rt = build(
         [
             ScriptedTurn.call("ts__hello", {"name": "awaken"}),
+            ScriptedTurn.call("ts__ask", {}),
             ScriptedTurn.call("ts__grow", {}),
             "grown",
             ScriptedTurn.call("ts__later", {}),
@@ -344,13 +345,48 @@ async def test_a_handshake_era_typescript_server_and_its_list_changed_notificati
     )
     closing.append(rt)
     before = await rt.aresolve("a")
-    assert {t.id for t in before.tools} == {"ts__hello", "ts__grow"}
+    assert {t.id for t in before.tools} == {"ts__hello", "ts__ask", "ts__grow"}
     first = await rt.run("a", "hello", thread_id="ts1")
-    hello, grow = [m for m in first.new_messages if m.role == "tool"]
+    hello, asked, grow = [m for m in first.new_messages if m.role == "tool"]
     assert hello.text == "hello, awaken" and grow.text == "grown"
+    # A handshake-era elicitation cannot park the run: it is refused, saying why.
+    assert asked.metadata["is_error"] and "cannot ask its user" in asked.text
     conn = connection(rt, "ts")
     await until(lambda: conn.changes > 0, "notifications/tools/list_changed")
     second = await rt.run("a", "later", thread_id="ts2")
     (later,) = [m for m in second.new_messages if m.role == "tool"]
     assert later.text == "here now"
     assert (await rt.aresolve("a")).fingerprint != before.fingerprint
+
+
+async def test_an_elicitation_suspends_the_run_for_user_input_and_the_answer_reaches_the_server(
+    closing: list[Runtime], marks: Path
+) -> None:
+    from awaken_runtime import ANSWER_TO_TOOL, AwaitReason, Respond
+
+    rt = build([ScriptedTurn.call("toy__book", {"city": "Paris"}), "booked"], [toy_server(marks)])
+    closing.append(rt)
+    parked = await rt.run("a", "book a table", thread_id="e")
+    assert parked.phase is Phase.WAITING
+    (ticket,) = parked.tickets
+    assert ticket.await_reason is AwaitReason.USER_INPUT
+    form = ticket.payload["requests"]["party"]
+    assert form["message"] == "How many people in Paris?"
+    assert form["requested_schema"]["required"] == ["people"]
+    assert ticket.payload[ANSWER_TO_TOOL] is True and ticket.payload["mcp_server"] == "toy"
+    done = await rt.resume(ticket, Respond(value={"people": 4}))
+    assert done.phase is Phase.ENDED and done.final_text == "booked"
+    (result,) = [m for m in done.new_messages if m.role == "tool"]
+    assert result.text == "booked for 4 in Paris"
+    assert marks.read_text().count("book asked Paris") == 2  # asked, then answered on the retry
+
+
+async def test_a_declined_elicitation_is_a_denied_call(closing: list[Runtime], marks: Path) -> None:
+    from awaken_runtime import Deny
+
+    rt = build([ScriptedTurn.call("toy__book", {"city": "Rome"}), "ok"], [toy_server(marks)])
+    closing.append(rt)
+    parked = await rt.run("a", "book", thread_id="e2")
+    done = await rt.resume(parked.tickets[0], Deny(reason="the user declined"))
+    (result,) = [m for m in done.new_messages if m.role == "tool"]
+    assert result.metadata["is_error"] and "the user declined" in result.text

@@ -89,6 +89,28 @@ def picture() -> list[types.TextContent | types.ImageContent]:
 
 
 @server.tool()
+async def book(city: str, ctx: Context) -> str | types.InputRequiredResult:
+    """Book a table, asking the user how many people (2026-07-28 input rounds)."""
+    got = (ctx.input_responses or {}).get("party")
+    if not isinstance(got, types.ElicitResult):
+        mark(f"book asked {city}")
+        form = types.ElicitRequestFormParams(
+            message=f"How many people in {city}?",
+            requested_schema={
+                "type": "object",
+                "properties": {"people": {"type": "integer"}},
+                "required": ["people"],
+            },
+        )
+        return types.InputRequiredResult(
+            input_requests={"party": types.ElicitRequest(params=form)}, request_state="asked"
+        )
+    if got.action != "accept" or not got.content:
+        return "not booked"
+    return f"booked for {got.content['people']} in {city}"
+
+
+@server.tool()
 def pid() -> int:
     """The server's process id."""
     return os.getpid()

@@ -137,28 +137,3 @@ async def test_aclose_releases_every_catalog_plugin_for_this_runtime() -> None:
     assert plugin.released == [rt]
     await other.aclose()
     assert plugin.released == [rt, other]
-
-
-async def test_parts_of_a_tool_output_reach_the_tool_message() -> None:
-    from awaken_runtime import ContentPart
-
-    class Picture:
-        descriptor = ToolDescriptor(id="picture")
-
-        async def call(self, args: dict[str, Any], ctx: ToolCallContext) -> ToolOutput:
-            part = ContentPart(type="image_url", image_url={"url": "data:image/png;base64,AA=="})
-            return ToolOutput(content="a dot", parts=[part])
-
-    rt = (
-        AgentRuntimeBuilder(discover=False)
-        .with_tool(Picture())
-        .with_model(ModelSpec(id="m", provider="s", model="m"))
-        .with_provider("s", ScriptedExecutor([ScriptedTurn.call("picture", {}), "seen"]))
-        .with_agent_spec(AgentConfig(id="a", model_binding="m", tool_ids=["picture"]))
-        .build()
-    )
-    state = await rt.run("a", "look")
-    (message,) = [m for m in state.new_messages if m.role == "tool"]
-    assert isinstance(message.content, list)
-    assert [p.type for p in message.content] == ["text", "image_url"]
-    assert message.text == "a dot"

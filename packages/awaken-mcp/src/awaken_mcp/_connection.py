@@ -28,11 +28,14 @@ from awaken_runtime import AwakenError, ToolOutput
 from mcp import Client, MCPError, StdioServerParameters
 
 from ._config import McpServerConfig
+from ._elicit import ask, refuse_handshake_elicitation
 from ._results import to_output
 
 __all__ = ["McpConnection", "McpUnavailable"]
 
 log = logging.getLogger("awaken_mcp")
+
+_MAX_ROUNDS = 8
 
 
 class McpUnavailable(AwakenError):
@@ -77,11 +80,19 @@ class McpConnection:
             params = StdioServerParameters(
                 command=c.command or "", args=list(c.args), env=dict(c.env) or None, cwd=c.cwd
             )
-            return Client(params, message_handler=self._on_message)
+            return Client(
+                params,
+                message_handler=self._on_message,
+                elicitation_callback=refuse_handshake_elicitation,
+            )
         http = httpx2.AsyncClient(headers=c.headers, timeout=httpx2.Timeout(30.0, read=300.0))
         stack.push_async_callback(http.aclose)  # the transport leaves a given client open
         transport = streamable_http_client(c.url or "", http_client=http)
-        return Client(transport, message_handler=self._on_message)
+        return Client(
+            transport,
+            message_handler=self._on_message,
+            elicitation_callback=refuse_handshake_elicitation,
+        )
 
     async def _on_message(self, message: Any) -> None:
         if _is_list_changed(message):
@@ -220,17 +231,23 @@ class McpConnection:
         self.tools = tools
         return tools
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutput:
-        """Call ``name``; every failure but cancellation is a model-visible error."""
+    async def call(
+        self, name: str, arguments: dict[str, Any], answer: Any = None
+    ) -> ToolOutput:
+        """Call ``name``; every failure but cancellation is a model-visible error.
+
+        A server that asks for input (an elicitation in an ``InputRequiredResult``,
+        2026-07-28) suspends the call: ``SuspendCall(UserInput)`` with the form as
+        payload. ``answer`` is the human's reply on the next attempt: the call is
+        made again and the same question is answered with it.
+        """
         server = self.config.id
         try:
             client = await self._connected()
         except McpUnavailable as exc:
             return ToolOutput.error(str(exc))
         try:
-            result = await client.call_tool(
-                name, arguments, read_timeout_seconds=self.config.timeout
-            )
+            result = await self._rounds(client, name, arguments, answer)
         except MCPError as exc:
             if exc.code == types.REQUEST_TIMEOUT:
                 return ToolOutput.error(
@@ -239,10 +256,38 @@ class McpConnection:
                 )
             if exc.code == types.CONNECTION_CLOSED:
                 return await self._crashed(name, exc, client)
+            if exc.code == types.HEADER_MISMATCH:
+                self._changed()  # its tools changed under us: the next run lists again
             return ToolOutput.error(f"MCP server {server!r} rejected the call to {name!r}: {exc}")
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
             return await self._crashed(name, exc, client)
+        except ValueError as exc:  # input awaken cannot give (sampling, roots)
+            return ToolOutput.error(str(exc))
         return to_output(result)
+
+    async def _rounds(
+        self, client: Client, name: str, arguments: dict[str, Any], answer: Any
+    ) -> types.CallToolResult:
+        responses: types.InputResponses | None = None
+        state: str | None = None
+        for _ in range(_MAX_ROUNDS):
+            result = await client.session.call_tool(
+                name,
+                arguments,
+                read_timeout_seconds=self.config.timeout,
+                input_responses=responses,
+                request_state=state,
+                allow_input_required=True,
+            )
+            if not isinstance(result, types.InputRequiredResult):
+                return result
+            state = result.request_state
+            responses, answer = ask(self.config.id, name, result, answer)
+            if responses is None:
+                await asyncio.sleep(0.05)  # state only: the server is still working
+        raise MCPError(
+            code=types.INTERNAL_ERROR, message=f"more than {_MAX_ROUNDS} input rounds"
+        )
 
     async def _crashed(self, name: str, exc: BaseException, client: Client) -> ToolOutput:
         if self._client is client or self._client is None:

@@ -6,7 +6,7 @@ from typing import Any
 
 import mcp_types as types
 
-from awaken_runtime import ToolCallContext, ToolDescriptor, ToolOutput
+from awaken_runtime import Respond, ToolCallContext, ToolDescriptor, ToolOutput
 
 from ._connection import McpConnection
 from ._names import tool_id
@@ -40,5 +40,7 @@ class McpTool:
         return self._descriptor
 
     async def call(self, args: dict[str, Any], ctx: ToolCallContext) -> ToolOutput:
-        """Call the tool on the server."""
-        return await self.connection.call(self.name, args)
+        """Call the tool on the server (with the human's answer, on a resumed elicitation)."""
+        decision = ctx.decision
+        answer = decision.value if isinstance(decision, Respond) else None
+        return await self.connection.call(self.name, args, answer)

@@ -164,6 +164,7 @@ if TYPE_CHECKING:
         ThreadStore,
     )
     from .suspension._suspension import (
+        ANSWER_TO_TOOL,
         Approve,
         Decision,
         Deny,
@@ -200,6 +201,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "AGENT_RUN",
+    "ANSWER_TO_TOOL",
     "CONTEXT_MESSAGES",
     "INFERENCE_PARAMS",
     "LITELLM_PROVIDER",

@@ -198,6 +198,7 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
         "ThreadStore",
     ),
     "suspension._suspension": (
+        "ANSWER_TO_TOOL",
         "Approve",
         "Decision",
         "Deny",
