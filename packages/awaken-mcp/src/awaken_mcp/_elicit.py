@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 import mcp_types as types
+
 from awaken_runtime import ANSWER_TO_TOOL, AwaitReason, SuspendCall
 
 __all__ = ["ask", "refuse_handshake_elicitation"]
