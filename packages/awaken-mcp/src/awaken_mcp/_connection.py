@@ -231,9 +231,7 @@ class McpConnection:
         self.tools = tools
         return tools
 
-    async def call(
-        self, name: str, arguments: dict[str, Any], answer: Any = None
-    ) -> ToolOutput:
+    async def call(self, name: str, arguments: dict[str, Any], answer: Any = None) -> ToolOutput:
         """Call ``name``; every failure but cancellation is a model-visible error.
 
         A server that asks for input (an elicitation in an ``InputRequiredResult``,
@@ -285,9 +283,7 @@ class McpConnection:
             responses, answer = ask(self.config.id, name, result, answer)
             if responses is None:
                 await asyncio.sleep(0.05)  # state only: the server is still working
-        raise MCPError(
-            code=types.INTERNAL_ERROR, message=f"more than {_MAX_ROUNDS} input rounds"
-        )
+        raise MCPError(code=types.INTERNAL_ERROR, message=f"more than {_MAX_ROUNDS} input rounds")
 
     async def _crashed(self, name: str, exc: BaseException, client: Client) -> ToolOutput:
         if self._client is client or self._client is None:

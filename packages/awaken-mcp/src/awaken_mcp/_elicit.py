@@ -70,9 +70,7 @@ def ask(
         content = answer if isinstance(answer, dict) else {"value": answer}
         return {key: types.ElicitResult(action="accept", content=content)}, None
     if answer is not None and isinstance(answer, dict) and set(answer) == set(requests):
-        return {
-            k: types.ElicitResult(action="accept", content=v) for k, v in answer.items()
-        }, None
+        return {k: types.ElicitResult(action="accept", content=v) for k, v in answer.items()}, None
     forms = {k: _form(r) for k, r in requests.items() if isinstance(r, types.ElicitRequest)}
     payload: dict[str, Any] = {
         "mcp_server": server,
@@ -83,4 +81,3 @@ def ask(
         "requests": forms,
     }
     raise SuspendCall(AwaitReason.USER_INPUT, payload)
-
