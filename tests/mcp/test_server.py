@@ -107,11 +107,9 @@ def _serve_args(tmp: Path) -> list[str]:
     ]  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    tmp = tmp_path_factory.mktemp("mcp-http")
+def _start(tmp: Path, name: str) -> Served:
     port = _free_port()
-    log = tmp / "serve.log"
+    log = tmp / f"{name}.log"
     cmd = [AWAKEN, *_serve_args(tmp), "--http", "--port", str(port), "--agents-as-tools"]
     with log.open("wb") as out:
         proc = subprocess.Popen(cmd, env=_env(), stdout=out, stderr=subprocess.STDOUT)
@@ -121,16 +119,25 @@ def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         assert proc.poll() is None, f"awaken mcp serve exited: {log.read_text()}"
         with socket.socket() as s:
             if s.connect_ex(("127.0.0.1", port)) == 0:
-                break
+                return Served(url, proc, log)
         assert time.monotonic() < deadline, log.read_text()
         time.sleep(0.2)
-    yield Served(url, proc, log)
-    proc.terminate()
+
+
+def _stop(served: Served) -> None:
+    served.process.terminate()
     try:
-        proc.wait(15)
+        served.process.wait(15)
     except subprocess.TimeoutExpired:
-        proc.kill()
+        served.process.kill()
         raise
+
+
+@pytest.fixture(scope="module")
+def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    served = _start(tmp_path_factory.mktemp("mcp-http"), "serve")
+    yield served
+    _stop(served)
 
 
 async def test_python_sdk_client_over_streamable_http_with_a_bearer_key(
@@ -175,6 +182,40 @@ def test_handshake_era_initialize_gets_no_session(http_server: Served) -> None:
     assert got.status_code == 200, got.text
     assert "mcp-session-id" not in got.headers
     assert "serverInfo" in got.text
+
+
+def test_two_workers_serve_one_client_without_sessions(http_server: Served, tmp_path: Path) -> None:
+    # A handshake-era client initializes on one worker and calls on another.
+    other = _start(tmp_path, "second")
+    try:
+        headers = {
+            "Authorization": f"Bearer {ALICE}",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": "2025-06-18",
+        }
+        init = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"},
+            },
+        }
+        first = httpx.post(http_server.url, json=init, headers=headers, timeout=10)
+        assert first.status_code == 200 and "mcp-session-id" not in first.headers
+        call = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "add", "arguments": {"a": 1, "b": 2}},
+        }
+        second = httpx.post(other.url, json=call, headers=headers, timeout=10)
+        assert second.status_code == 200, second.text
+        assert '"text":"3"' in second.text.replace(" ", "")
+    finally:
+        _stop(other)
 
 
 async def test_python_sdk_client_over_stdio(tmp_path: Path) -> None:
