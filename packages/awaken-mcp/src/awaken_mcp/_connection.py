@@ -189,8 +189,9 @@ class McpConnection:
         if stop is not None:
             stop.set()
         if runner is not None and runner is not asyncio.current_task():
-            with contextlib.suppress(BaseException):
-                await asyncio.wait_for(runner, timeout=10)
+            # wait(), not wait_for(): the runner's own end (even a cancellation) must not
+            # raise here, while a cancellation of this task still does.
+            await asyncio.wait({runner}, timeout=10)
 
     async def aclose(self) -> None:
         """Close the connection (a stdio server process is ended by the SDK); idempotent."""
