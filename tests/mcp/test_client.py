@@ -87,7 +87,7 @@ async def test_results_map_errors_images_and_filters(closing: list[Runtime], mar
             ScriptedTurn.call("toy__echo", {"text": 5}),  # a schema error, the server's words
             "ok",
         ],
-        [toy_server(marks, deny=["crash", "slow", "gr*"])],
+        [toy_server(marks, deny=["crash", "slow", "gr*", "book"])],
     )
     closing.append(rt)
     ids = {t.id for t in (await rt.aresolve("a")).tools}
