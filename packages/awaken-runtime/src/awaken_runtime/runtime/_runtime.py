@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from datetime import UTC, datetime
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from datetime import datetime, timedelta
+from typing import Any, cast
 
-from .._errors import AgentConfigError
+from .._errors import AgentConfigError, check_id
 from ..agents._resolve import ExecutableAgentSnapshot, Registries, ResolvedAgent, resolve_agent
 from ..delegation._delegation import (
     ChildRunner,
@@ -19,7 +18,6 @@ from ..delegation._delegation import (
     RunDelegationService,
 )
 from ..lifecycle._events import AgentEvent
-from ..lifecycle._failures import Phase
 from ..lifecycle._run_state import RunState
 from ..messages._message import Message, new_id
 from ..plugins._discovery import Discovery
@@ -27,23 +25,24 @@ from ..run._loop import AgentLoop
 from ..run._resume import Resumer
 from ..stores._lease import LeaseGuard, guard_lease
 from ..stores._memory import InMemoryStore
+from ..stores._ports import PruneReport, Retention
 from ..stores._thread_store import ScopeBinding, ThreadStore
 from ..suspension._suspension import (
     Decision,
-    ParkedRun,
     ResumeRejected,
     ResumeTicket,
     ThreadBusy,
 )
 from ..tools._cancel import CancellationToken
 from ._catalogs import Catalogs
+from ._completion import drive
 from ._event_log import EventLog, read_events
-from ._recovery import recover, stranded
+from ._input import input_messages
+from ._recovery import carry_on, recover, stranded, sweep
 from ._streaming import EventSink, stream_run
 from ._tickets import (
     TicketLike,
-    check_fingerprint,
-    check_tickets,
+    check_resume,
     load_parked,
     parse_decision,
     parse_ticket,
@@ -56,14 +55,6 @@ RunInput = str | Message | Sequence[Message]
 
 OnAwait = Callable[[ResumeTicket], "Decision | Awaitable[Decision | None] | None"]
 """Answers one ticket for :meth:`Runtime.run_to_completion`; ``None`` leaves it waiting."""
-
-
-def _input_messages(value: RunInput) -> list[Message]:
-    if isinstance(value, str):
-        return [Message.user(value)]
-    if isinstance(value, Message):
-        return [value]
-    return list(value)
 
 
 class Runtime:
@@ -89,6 +80,8 @@ class Runtime:
         self.store: ThreadStore = store if store is not None else InMemoryStore()
         self.discovery = discovery
         self.ticket_secret = ticket_secret
+        self.progress_records = False
+        """Write each step's run record, so ``continue_run`` can pick a dead run up."""
         self._resolved: dict[str, ResolvedAgent] = {}
         self._catalogs = Catalogs(registries, self)
         # Weak: a lock lives while a run holds it, so many threads do not pile up.
@@ -148,7 +141,7 @@ class Runtime:
     ) -> AgentLoop:
         loop = AgentLoop(resolved, self.store, binding, run_id, cancel=cancel, emit=emit)
         ctx = loop.ctx
-        ctx.lease = lease
+        ctx.lease, ctx.progress = lease, self.progress_records
         ctx.ticket_secret = self.ticket_secret
         ctx.children = ChildRunner(self.delegation, ctx)
         ctx.cancel_child = self._cancel_child
@@ -186,6 +179,13 @@ class Runtime:
         Raises ``ThreadBusy`` if the thread has a run waiting for decisions, or
         an active run elsewhere (the store's per-thread lease).
         """
+        if thread_id is not None:
+            check_id("thread id", thread_id)
+        if run_id is not None:
+            check_id("run id", run_id)
+        check_id("profile id", profile_id)
+        check_id("namespace", namespace)
+        messages = input_messages(input)
         await self._refresh(agent if isinstance(agent, str) else agent.config.id)
         resolved = self._agent(agent)
         binding = ScopeBinding(thread_id or new_id("thread_"), profile_id, namespace)
@@ -205,7 +205,7 @@ class Runtime:
             loop = self._new_loop(
                 resolved, binding, run_id or new_id("run_"), cancel, on_event, lease
             )
-            return await loop.run(snapshot, _input_messages(input))
+            return await loop.run(snapshot, messages)
 
     async def stream(
         self, agent: str | ExecutableAgentSnapshot, input: RunInput, **kwargs: Any
@@ -223,18 +223,6 @@ class Runtime:
         return asyncio.run(self.run(agent, input, **kwargs))
 
     # -- resuming ----------------------------------------------------------------
-
-    def _check(
-        self, thread_id: str, parked: ParkedRun, tickets: Sequence[ResumeTicket]
-    ) -> ResolvedAgent:
-        """Validate tickets against the stored copies; raise ``ResumeRejected``."""
-        check_tickets(parked, thread_id, tickets)
-        try:
-            resolved = self._agent(parked.agent_id)
-        except Exception as exc:
-            raise ResumeRejected(f"agent {parked.agent_id!r} no longer resolves: {exc}") from None
-        check_fingerprint(parked, resolved.snapshot.fingerprint)
-        return resolved
 
     async def resume(
         self,
@@ -289,7 +277,7 @@ class Runtime:
             # Check and claim against one load: the claim commits at its version.
             snapshot, parked = await load_parked(self.store, thread_id)
             await self._refresh(parked.agent_id)
-            resolved = self._check(thread_id, parked, [t for t, _ in pairs])
+            resolved = check_resume(self._agent, thread_id, parked, [t for t, _ in pairs])
             if parent is not None and parent.inherited is not None:
                 resolved = resolved.with_inherited(parent.inherited)
             binding = ScopeBinding(thread_id, parked.profile_id, parked.namespace)
@@ -352,6 +340,30 @@ class Runtime:
             legs.restore(snapshot, parked)
             return await legs.cancel_parked(parked)
 
+    async def continue_run(
+        self,
+        thread_id: str,
+        *,
+        profile_id: str = "default",
+        namespace: str = "default",
+        cancel: CancellationToken | None = None,
+        on_event: EventSink | None = None,
+    ) -> RunState | None:
+        """Continue the run a dead process left RUNNING, from its last committed step
+        (``None`` if there is none); see ``_recovery.carry_on``."""
+        binding = ScopeBinding(thread_id, profile_id, namespace)
+        return await carry_on(self, binding, cancel, on_event)
+
+    async def recover_abandoned(self, thread_ids: Iterable[str] | None = None) -> list[str]:
+        """End (``Error(AbandonedFailure)``) the runs dead processes left on the threads
+        (default: all) whose lease lapsed; returns their ids. See ``_recovery.sweep``."""
+        return await sweep(self, thread_ids)
+
+    async def prune(self, older_than: datetime | timedelta) -> PruneReport:
+        """:meth:`recover_abandoned`, then the store's ``prune`` (which keeps live runs)."""
+        await sweep(self)
+        return await cast("Retention", self.store).prune(older_than)
+
     async def run_to_completion(
         self,
         agent: str | ExecutableAgentSnapshot,
@@ -366,20 +378,7 @@ class Runtime:
         Scheduled calls are resumed when due (this coroutine sleeps until then).
         If ``on_await`` returns ``None`` the run is returned still waiting.
         """
-        state = await self.run(agent, input, on_event=on_event, **kwargs)
-        while state.phase is Phase.WAITING and state.tickets:
-            ticket = state.tickets[0]
-            decision = on_await(ticket)
-            if inspect.isawaitable(decision):
-                decision = await decision
-            if decision is None:
-                return state
-            if ticket.not_before is not None:
-                delay = (ticket.not_before - datetime.now(UTC)).total_seconds()
-                if delay > 0:
-                    await asyncio.sleep(delay)
-            state = await self.resume(ticket, decision, on_event=on_event)
-        return state
+        return await drive(self, agent, input, on_await, on_event, **kwargs)
 
     async def stream_resume(
         self, ticket: TicketLike, decision: Decision, **kwargs: Any
