@@ -140,6 +140,7 @@ if TYPE_CHECKING:
         RunEndGuard,
         RunInfo,
         StateKeyDecl,
+        ToolCatalog,
         ToolGateHook,
         ToolObserver,
     )
@@ -168,6 +169,7 @@ if TYPE_CHECKING:
         ThreadStore,
     )
     from .suspension._suspension import (
+        ANSWER_TO_TOOL,
         Approve,
         Decision,
         Deny,
@@ -204,6 +206,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "AGENT_RUN",
+    "ANSWER_TO_TOOL",
     "CONTEXT_MESSAGES",
     "INFERENCE_PARAMS",
     "LITELLM_PROVIDER",
@@ -349,6 +352,7 @@ __all__ = [
     "ToolCallContext",
     "ToolCallDone",
     "ToolCallReady",
+    "ToolCatalog",
     "ToolDescriptor",
     "ToolError",
     "ToolFailure",

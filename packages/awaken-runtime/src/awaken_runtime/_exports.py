@@ -167,6 +167,7 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
         "RunInfo",
         "StateKeyDecl",
         "StopConditionHook",
+        "ToolCatalog",
         "ToolGateHook",
         "ToolObserver",
     ),
@@ -202,6 +203,7 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
         "ThreadStore",
     ),
     "suspension._suspension": (
+        "ANSWER_TO_TOOL",
         "Approve",
         "Decision",
         "Deny",

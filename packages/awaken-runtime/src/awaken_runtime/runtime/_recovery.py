@@ -141,6 +141,7 @@ async def carry_on(
                 f"thread {binding.thread_id!r}: the store has no leases, so nothing proves "
                 f"run {latest.run_id!r} is dead; use a store with leases to continue runs"
             )
+        await runtime._refresh(latest.agent_id)  # catalog tools (MCP servers) listed first
         agent = runtime._agent(latest.agent_id)
         loop = runtime._new_loop(agent, binding, latest.run_id, cancel, on_event, lease)
         return await loop.carry_on(snapshot, latest)
