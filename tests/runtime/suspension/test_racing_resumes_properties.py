@@ -12,7 +12,7 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from awaken_runtime import Approve, InMemoryStore, Phase, ResumeRejected, ScopeBinding, ThreadBusy
@@ -204,6 +204,9 @@ async def _lapse_scenario(
     acks=st.lists(st.integers(min_value=0, max_value=20), max_size=4),
     action=st.sampled_from(["resume", "run", "cancel"]),
 )
+# Found by this property: the second process took a lapsed lease and tried to end the
+# first's RUNNING record while the first (paused, not dead) still committed.
+@example(stall_a=[], stall_b=[-1], lapse=18, kill=None, victim=0, acks=[0, 0, 19], action="run")
 def test_a_lapsed_lease_raced_by_a_second_resumer_still_executes_at_most_once(
     stall_a: list[int],
     stall_b: list[int],

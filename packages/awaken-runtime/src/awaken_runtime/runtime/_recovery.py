@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from .._errors import VersionConflict
 from ..lifecycle._failures import Phase
 from ..run._resume import Resumer
 from ..run._signals import abandoned
@@ -63,7 +64,15 @@ async def recover(
     """
     thread_id = binding.thread_id
     if snapshot.parked is None:
-        await end_dead_run(runtime.store, binding, snapshot)
+        try:
+            await end_dead_run(runtime.store, binding, snapshot)
+        except VersionConflict as exc:
+            # Its lease lapsed, but it is alive: it committed since (a paused process).
+            dead = snapshot.latest_run.run_id if snapshot.latest_run else "?"
+            raise ThreadBusy(
+                f"thread {thread_id!r}: run {dead!r} let its lease lapse but is still "
+                f"committing; it stops at its next lease check - retry then"
+            ) from exc
         return
     snapshot, parked = await load_parked(runtime.store, thread_id)
     binding = ScopeBinding(thread_id, parked.profile_id, parked.namespace)
