@@ -18,57 +18,19 @@ root-relative path; a path that leaves the root is denied.
 from __future__ import annotations
 
 import fnmatch
-import functools
 import itertools
 import os
 import posixpath
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from ._shell import split_shell
 
 __all__ = ["ArgumentViews", "Views", "normalize_path", "split_shell"]
 
 _MAX_VIEWS = 256
 """More combinations than this (several compound shell arguments) is unparsable."""
-
-
-_PLAIN = re.compile(r"[A-Za-z0-9_ \t./=:,@%+-]*")
-"""Text bash reads as one simple command: no operator, quote, expansion or newline."""
-
-
-class _Unparsable(ValueError):
-    """A shell command the parser cannot split safely."""
-
-
-def split_shell(command: str) -> list[str]:
-    """The simple commands of ``command``, in order; raises ``ValueError`` if unparsable."""
-    if _PLAIN.fullmatch(command):  # the common case, without the (slow) parser
-        return [command.strip(" \t")] if command.strip(" \t") else [command]
-    return list(_parse(command))
-
-
-@functools.lru_cache(maxsize=1024)
-def _parse(command: str) -> tuple[str, ...]:
-    """bashlex's simple commands of ``command`` (cached: each call is checked 2-3 times)."""
-    import bashlex  # type: ignore[import-untyped]  # on first use, not at import
-
-    try:
-        trees = bashlex.parse(command)
-    except Exception as exc:  # bashlex raises several types (ParsingError, NotImplementedError)
-        raise _Unparsable(f"cannot parse the shell command: {exc}") from None
-    parts: list[str] = []
-
-    class _Collect(bashlex.ast.nodevisitor):  # type: ignore[misc]
-        def visitcommand(self, node: Any, _parts: Any) -> None:
-            start, end = node.pos
-            parts.append(command[start:end])
-
-    for tree in trees:
-        _Collect().visit(tree)
-    if not parts:
-        raise _Unparsable("the shell command has no simple command to check")
-    return tuple(parts)
 
 
 def normalize_path(value: str, root: str | None = None) -> str | None:
