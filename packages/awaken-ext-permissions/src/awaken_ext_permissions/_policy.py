@@ -17,8 +17,9 @@ path outside the root denies; otherwise every view (each simple command of a
 compound one, the normalized path) is decided as above and the strictest
 verdict wins (``deny`` > ``ask`` > ``allow``), so an allow must hold for all.
 
-Candidate rules are indexed per tool id (exact ids by dict lookup; globs and
-regexes tested once per distinct tool id and cached), and within a tool by
+Candidate rules are indexed per tool id (exact ids by dict lookup; glob and
+regex tool patterns filed by literal prefix in :class:`~._tools.ToolPatterns`,
+looked up once per distinct tool id and cached), and within a tool by
 :class:`~._index.OrderedRules`, so a check tests only the rules that can apply.
 """
 
@@ -33,6 +34,7 @@ from ._index import OrderedRules
 from ._matchers import ArgsMatcher, compile_conditions, compile_tool
 from ._model import Behavior, Condition, Operator, Rule, Segment, ToolKind
 from ._remember import call_key
+from ._tools import ToolPatterns
 
 __all__ = ["Policy", "Verdict", "VerdictSource"]
 
@@ -107,21 +109,31 @@ class Policy:
         self.unparsable = Behavior(unparsable)
         compiled = [(r, compile_conditions(r), compile_tool(r)) for r in self.rules]
         self._exact: dict[str, list[_Compiled]] = {}
-        self._patterns: list[tuple[Rule, ArgsMatcher, Any]] = []
+        patterns: list[tuple[Rule, Any, _Compiled]] = []
         for rule, body, names in compiled:
             if rule.kind is ToolKind.EXACT:
                 self._exact.setdefault(rule.tool, []).append((rule, body))
             else:
-                self._patterns.append((rule, body, names))
+                patterns.append((rule, names, (rule, body)))
+        self._patterns = ToolPatterns(patterns)
         self._cache: dict[str, tuple[OrderedRules, OrderedRules]] = {}
+        # Tools the rules name exactly get their indexes now, so their first check is warm.
+        self._known = {tool: self._build(tool) for tool in self._exact}
 
     def candidates(self, tool: str) -> tuple[OrderedRules, OrderedRules]:
         """``(denies, others)`` naming ``tool``, each in decision order (cached per tool)."""
-        found = self._cache.get(tool)
+        found = self._known.get(tool) or self._cache.get(tool)
         if found is not None:
             return found
+        found = self._build(tool)
+        if len(self._cache) >= _CACHE_LIMIT:
+            self._cache.clear()
+        self._cache[tool] = found
+        return found
+
+    def _build(self, tool: str) -> tuple[OrderedRules, OrderedRules]:
         named = list(self._exact.get(tool, ()))
-        named.extend((r, body) for r, body, names in self._patterns if names(tool))
+        named.extend(self._patterns.naming(tool))
         denies = [c for c in named if c[0].behavior is Behavior.DENY]
         others = [c for c in named if c[0].behavior is not Behavior.DENY]
         denies.sort(key=lambda c: (c[0].specificity(), -c[0].index), reverse=True)
@@ -129,11 +141,7 @@ class Policy:
             key=lambda c: (c[0].specificity(), c[0].behavior is Behavior.ASK, -c[0].index),
             reverse=True,
         )
-        if len(self._cache) >= _CACHE_LIMIT:
-            self._cache.clear()
-        found = (OrderedRules(denies), OrderedRules(others))
-        self._cache[tool] = found
-        return found
+        return OrderedRules(denies), OrderedRules(others)
 
     def evaluate(
         self,
