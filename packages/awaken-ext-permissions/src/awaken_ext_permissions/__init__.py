@@ -21,7 +21,8 @@ from ._parser import (
     parse_rule,
     parse_rule_line,
 )
-from ._plugin import MANIFEST, PLUGIN_ID, PermissionsPlugin, deny_message, explain
+from ._explain import explain
+from ._plugin import MANIFEST, PLUGIN_ID, PermissionsPlugin, deny_message
 from ._policy import Policy, Verdict, VerdictSource
 from ._remember import REMEMBERED_KEY, call_key, remember_command, remembered
 

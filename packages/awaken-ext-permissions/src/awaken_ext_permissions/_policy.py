@@ -57,6 +57,11 @@ class Verdict:
     source: VerdictSource
     detail: str = ""
     """Which part of a compound command or which normalized path decided, if any."""
+    level: int | None = None
+    """With an inherited chain (``explain(..., inherited=...)``): the policy that
+    decided, ``0`` for the root ancestor up to ``levels - 1`` for the agent itself."""
+    levels: int = 1
+    """How many policies the chain had (ancestors that pass theirs down, plus the agent)."""
 
     @property
     def rule_text(self) -> str:
@@ -68,7 +73,14 @@ class Verdict:
     def describe(self) -> str:
         """A one-line explanation for people and for the model."""
         text = self._describe()
-        return f"{text} (on {self.detail})" if self.detail else text
+        if self.detail and self.source != "argument":
+            text = f"{text} (on {self.detail})"
+        if self.level is not None:
+            up = self.levels - 1 - self.level
+            where = "its own policy" if up == 0 else f"the policy inherited from {up} level"
+            where += "s up" if up > 1 else " up" if up else ""
+            text = f"{text}, at level {self.level} of {self.levels} ({where})"
+        return text
 
     def _describe(self) -> str:
         if self.source == "argument":
