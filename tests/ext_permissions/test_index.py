@@ -55,7 +55,9 @@ _SCANNED = st.sampled_from(
 @settings(max_examples=400, deadline=None)
 @given(
     specs=st.lists(
-        st.tuples(st.sampled_from(["allow", "ask", "deny"]), st.sampled_from(["t", "t*"]), _SCANNED),
+        st.tuples(
+            st.sampled_from(["allow", "ask", "deny"]), st.sampled_from(["t", "t*"]), _SCANNED
+        ),
         max_size=16,
     ),
     p=st.one_of(st.text(alphabet="abx", max_size=5), st.integers(0, 2)),
@@ -93,8 +95,12 @@ _TOOL_PATTERNS = st.sampled_from(
 
 @settings(max_examples=300, deadline=None)
 @given(
-    patterns=st.lists(st.tuples(st.sampled_from(["allow", "ask", "deny"]), _TOOL_PATTERNS), max_size=8),
-    tool=st.sampled_from(["mcp_a", "mcp_b", "mc", "x", "MCP_a", "m", "mcpxx", "a|b", "m|c", "mp_a"]),
+    patterns=st.lists(
+        st.tuples(st.sampled_from(["allow", "ask", "deny"]), _TOOL_PATTERNS), max_size=8
+    ),
+    tool=st.sampled_from(
+        ["mcp_a", "mcp_b", "mc", "x", "MCP_a", "m", "mcpxx", "a|b", "m|c", "mp_a"]
+    ),
 )
 def test_tool_prefixes_find_every_pattern_that_matches(
     patterns: list[tuple[str, str]], tool: str

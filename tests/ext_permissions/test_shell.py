@@ -29,7 +29,7 @@ SHELL: dict[str, Any] = {
         "X=1 rm -rf ~",
         "X=1 Y=$(id) rm -rf ~ 2>/dev/null",
         "git status;'r'm -rf ~",
-        "echo ok && e\"\"cho x | rm -rf ~",
+        'echo ok && e""cho x | rm -rf ~',
     ],
 )
 def test_quotes_blanks_and_prefixes_do_not_hide_a_denied_command(command: str) -> None:

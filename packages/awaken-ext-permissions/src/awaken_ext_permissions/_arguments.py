@@ -17,37 +17,77 @@ root-relative path; a path that leaves the root is denied.
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import itertools
 import os
 import posixpath
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ._model import Condition, Operator, Rule
 from ._shell import split_shell
 
-__all__ = ["ArgumentViews", "Views", "normalize_path", "split_shell"]
+__all__ = ["ArgumentViews", "Views", "casefold_rule", "normalize_path", "split_shell"]
 
 _MAX_VIEWS = 256
 """More combinations than this (several compound shell arguments) is unparsable."""
 
 
-def normalize_path(value: str, root: str | None = None) -> str | None:
+def normalize_path(
+    value: str, root: str | None = None, case_insensitive: bool = False
+) -> str | None:
     """``value`` without ``.``/``..``/``//``/trailing ``/``; root-relative with ``root``.
 
     Returns ``None`` when ``root`` is given and the path resolves outside it.
+    With ``case_insensitive`` (a filesystem that ignores case: macOS, Windows)
+    the result is case-folded and the root is compared ignoring case.
     """
     if root is None:
         norm = posixpath.normpath(value) if value else value
         # POSIX keeps a leading "//"; for matching it is the same as "/".
-        return "/" + norm.lstrip("/") if norm.startswith("//") else norm
-    base = os.path.realpath(root)
+        norm = "/" + norm.lstrip("/") if norm.startswith("//") else norm
+        return norm.casefold() if case_insensitive else norm
+    base = os.path.realpath(root).rstrip(os.sep) or os.sep
     full = os.path.realpath(os.path.join(base, value))
-    if full != base and not full.startswith(base.rstrip(os.sep) + os.sep):
+    fold = str.casefold if case_insensitive else str
+    if fold(full) == fold(base):
+        return "."
+    inside = base if base.endswith(os.sep) else base + os.sep
+    if not fold(full).startswith(fold(inside)):
         return None
-    rel = os.path.relpath(full, base)
-    return rel.replace(os.sep, "/")
+    return fold(full[len(inside) :].replace(os.sep, "/"))
+
+
+def casefold_rule(rule: Rule, names: Sequence[str]) -> Rule:
+    """``rule`` with its conditions on the top-level arguments ``names`` ignoring case.
+
+    String values are case-folded (the argument is folded too) and regexes get
+    ``re.IGNORECASE``; other conditions are unchanged.
+    """
+    when = tuple(
+        _fold(c) if c.path and c.path[0].key in names and isinstance(c.value, (str, list)) else c
+        for c in rule.when
+    )
+    return rule if when == rule.when else dataclasses.replace(rule, when=when)
+
+
+def _fold(condition: Condition) -> Condition:
+    value = condition.value
+    if condition.op in (Operator.REGEX, Operator.NOT_REGEX):
+        scoped = f"(?i:{value})"
+        try:
+            re.compile(scoped)
+        except re.error:  # the regex starts with global flags: add ours beside them
+            scoped = f"(?i){value}"
+        return dataclasses.replace(condition, value=scoped)
+    if isinstance(value, list):
+        value = [v.casefold() if isinstance(v, str) else v for v in value]
+    else:
+        value = value.casefold()
+    return dataclasses.replace(condition, value=value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,10 +117,12 @@ class ArgumentViews:
         shell: Mapping[str, Sequence[str]],
         paths: Mapping[str, Sequence[str]],
         root: str | None = None,
+        case_insensitive: bool = False,
     ) -> None:
         self.shell = {k: tuple(v) for k, v in shell.items()}
         self.paths = {k: tuple(v) for k, v in paths.items()}
         self.root = root
+        self.case_insensitive = case_insensitive
         self._cache: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 
     def __bool__(self) -> bool:
@@ -153,7 +195,7 @@ class ArgumentViews:
         return Views(tuple(items))
 
     def _path(self, value: str) -> str | None:
-        return normalize_path(value, self.root)
+        return normalize_path(value, self.root, self.case_insensitive)
 
 
 def _escape(name: str, value: str, root: str | None) -> Views:

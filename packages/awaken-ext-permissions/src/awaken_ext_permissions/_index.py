@@ -75,11 +75,16 @@ def _anchor(rule: Rule) -> tuple[str, _Path, Any] | None:
 class OrderedRules:
     """Rules in decision order; :meth:`first` returns the earliest one that matches."""
 
-    __slots__ = ("_groups", "_prefixes", "_scan", "rules")
+    __slots__ = ("_groups", "_prefixes", "_scan", "_shown", "rules")
     _scan: tuple[_Segment, ...]
 
-    def __init__(self, ordered: Sequence[tuple[Rule, ArgsMatcher]]) -> None:
+    def __init__(
+        self, ordered: Sequence[tuple[Rule, ArgsMatcher]], shown: Sequence[Rule] = ()
+    ) -> None:
+        """``shown``: the rule to return for each position (default: the matched rule;
+        case-folded path rules are matched in their folded form and shown as written)."""
         self.rules = tuple(ordered)
+        self._shown = tuple(shown) if shown else tuple(rule for rule, _ in self.rules)
         groups: dict[_Path, dict[tuple[str, Any], list[_Entry]]] = {}
         prefixes: dict[_Path, dict[int, dict[str, list[_Entry]]]] = {}
         scan: list[_Entry] = []
@@ -136,7 +141,7 @@ class OrderedRules:
                 if hits:
                     best = _earliest(hits, args, best)
         best = _scan(self._scan, args, best)
-        return best[1] if best is not None else None
+        return self._shown[best[0]] if best is not None else None
 
     def unconditional(self) -> bool:
         """Whether any rule has no conditions."""
@@ -190,7 +195,9 @@ def _segment(key: Any, run: list[Any]) -> _Segment:
     return (run[0][0], getter, tuple(run))
 
 
-def _scan(segments: Sequence[_Segment], args: Mapping[str, Any], best: _Entry | None) -> _Entry | None:
+def _scan(
+    segments: Sequence[_Segment], args: Mapping[str, Any], best: _Entry | None
+) -> _Entry | None:
     """The first scanned rule that matches, if earlier than ``best``."""
     for first, get, items in segments:
         if best is not None and first >= best[0]:

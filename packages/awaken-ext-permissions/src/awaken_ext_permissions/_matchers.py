@@ -163,9 +163,7 @@ def _test(op: Operator, expected: Any) -> Callable[[Any], bool]:
         return lambda v: not strict_equal(v, expected)
     if op in (Operator.GLOB, Operator.NOT_GLOB, Operator.REGEX, Operator.NOT_REGEX):
         glob = op in (Operator.GLOB, Operator.NOT_GLOB)
-        find: Callable[[str], Any] = (
-            glob_regex(expected).match if glob else _regex(expected).search
-        )
+        find: Callable[[str], Any] = glob_regex(expected).match if glob else _regex(expected).search
         needed = _literal(expected) if glob else ""
         if needed:  # a substring test (C speed) spares most regex runs of `*x*` globs
             find = _prefiltered(find, needed)

@@ -225,4 +225,3 @@ class PermissionsPlugin:
         if config.hide_denied:
             hooks[PhaseHookPoint.BEFORE_INFERENCE] = keeper.hide
         return Contributions(tool_gates=[keeper.gate], phase_hooks=hooks, inherit=config.inherit)
-

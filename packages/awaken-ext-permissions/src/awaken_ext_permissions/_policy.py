@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ._arguments import ArgumentViews, Views
+from ._arguments import ArgumentViews, Views, casefold_rule
 from ._index import OrderedRules
 from ._matchers import ArgsMatcher, compile_conditions, compile_tool
 from ._model import Behavior, Condition, Operator, Rule, Segment, ToolKind
@@ -153,7 +153,20 @@ class Policy:
             key=lambda c: (c[0].specificity(), c[0].behavior is Behavior.ASK, -c[0].index),
             reverse=True,
         )
-        return OrderedRules(denies), OrderedRules(others)
+        return self._ordered(tool, denies), self._ordered(tool, others)
+
+    def _ordered(self, tool: str, rules: list[_Compiled]) -> OrderedRules:
+        arguments = self.arguments
+        names = arguments.declared(tool)[1] if arguments and arguments.case_insensitive else ()
+        if not names:
+            return OrderedRules(rules)
+        # Paths ignore case: match folded rules against folded paths, name the rule as written.
+        folded = [(casefold_rule(rule, names), body) for rule, body in rules]
+        matched = [
+            (f, body if f is r else compile_conditions(f))
+            for (f, _), (r, body) in zip(folded, rules, strict=True)
+        ]
+        return OrderedRules(matched, [rule for rule, _ in rules])
 
     def evaluate(
         self,
