@@ -20,15 +20,18 @@ does, and reports the median and p90 per call over ``--rounds`` rounds of
 * ``worst: 1,000 leading-* globs, 200-char arg``: ``*x{i}*y`` globs against a
   200-character command (``fnmatch`` patterns are linear: no backtracking).
 * ``shell-aware, 4-part command``: 1,000 prefixed ``shell`` globs, ``command``
-  declared a shell argument, a compound command (its split is cached, as the
-  gate and the audit hook both check each call); ``a new 4-part command each``
-  pays the bashlex parse every time; ``plain command`` has no shell operator
-  and skips the parser.
+  declared a shell argument, a compound command with ``$(...)`` (its split is
+  cached, as the gate and the audit hook both check each call); ``new $(...)
+  command each`` pays the bashlex parse every time; ``new 4-part list each``
+  is a new ``&&``/``|``/``;`` list of plain words every time (the fast path:
+  no parser); ``plain command`` is one command.
 * ``path-aware, 1,000 path rules``: ``write_file(path ~ "src/{i}/*")`` with a
-  declared, normalized path (``src/./12/../12//a.py``).
+  declared, normalized path (``src/./12/../12//a.py``); ``case-insensitive``
+  the same with ``path_case_insensitive`` and an upper-case spelling.
 
-Also timed once (milliseconds): compiling the 1,000 mixed rules, and the first
-check of a tool on a freshly compiled policy (its candidate list is built).
+Also timed once (milliseconds, best of 5): compiling the 1,000 mixed rules
+(new rule text each time), and on that fresh policy the first check of a tool
+the rules name exactly, of one only a glob names and of one no rule names.
 
 Usage: ``hatch run python benchmarks/permissions.py [--quick]``. Writes
 ``benchmarks/results/permissions.json`` (``permissions_quick.json`` with --quick).
@@ -59,6 +62,8 @@ from awaken_runtime import (
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TARGET_US = 50.0
+BOUNDS_US = {"regex": 250.0, "leading": 250.0, "leading_dense": 500.0}
+"""The documented bounds of the pathological rows (the package README), on this machine."""
 
 _CONDITIONS = [
     'path ~ "src/{i}/**"',
@@ -74,12 +79,16 @@ _CONDITIONS = [
 ]
 
 
-def mixed_rules() -> list[str]:
-    """1,000 rule lines: 600 exact (300 tools), 250 globs, 150 regexes."""
+def mixed_rules(salt: str = "") -> list[str]:
+    """1,000 rule lines: 600 exact (300 tools), 250 globs, 150 regexes.
+
+    ``salt`` goes into every exact tool id, so a timed compile parses new text
+    (rule parsing is cached per text across configs).
+    """
     rules: list[str] = []
     behaviors = ["allow", "ask", "deny"]
     for i in range(600):
-        tool = f"tool_{i % 300}"
+        tool = f"tool_{i % 300}{salt}"
         conds = [_CONDITIONS[i % 10].format(i=i, j=i * 10)]
         if i % 3 == 0:
             conds.append(_CONDITIONS[(i + 3) % 10].format(i=i, j=i * 10))
@@ -225,7 +234,7 @@ def measure(rounds: int, per_round: int) -> list[dict[str, Any]]:
     globs = [f'{kinds[i % 3]} shell(command ~ "never {i} *")' for i in range(1000)]
     rows.append(
         {
-            "scenario": 'worst: 1,000 "~" on one tool',
+            "scenario": '1,000 prefixed "~" on one tool',
             "rules": len(globs),
             **time_gate(gate_for(globs), empty, shell, rounds, max(1, per_round // 10)),
         }
@@ -235,6 +244,7 @@ def measure(rounds: int, per_round: int) -> list[dict[str, Any]]:
         {
             "scenario": 'worst: 1,000 "=~" on one tool',
             "rules": len(regexes),
+            "target_us": BOUNDS_US["regex"],
             **time_gate(gate_for(regexes), empty, shell, rounds, max(1, per_round // 10)),
         }
     )
@@ -244,7 +254,20 @@ def measure(rounds: int, per_round: int) -> list[dict[str, Any]]:
         {
             "scenario": "worst: 1,000 leading-* globs, 200-char arg",
             "rules": len(leading),
+            "target_us": BOUNDS_US["leading"],
             **time_gate(gate_for(leading), empty, long_call, rounds, max(1, per_round // 10)),
+        }
+    )
+    # Adversarial: the argument holds the literal text of ~100 of the globs, so their
+    # regexes run too (none matches: no "y" follows).
+    literals = "".join(f"x{i}" for i in range(0, 1000, 17))[:200]
+    dense = [ToolCall(id="d", name="shell", arguments={"command": literals})]
+    rows.append(
+        {
+            "scenario": "worst: leading-* globs, literals in the arg",
+            "rules": len(leading),
+            "target_us": BOUNDS_US["leading_dense"],
+            **time_gate(gate_for(leading), empty, dense, rounds, max(1, per_round // 10)),
         }
     )
     declared = {"shell_arguments": {"shell": ["command"]}}
@@ -266,9 +289,21 @@ def measure(rounds: int, per_round: int) -> list[dict[str, Any]]:
 
     rows.append(
         {
-            "scenario": "shell-aware, a new 4-part command each",
+            "scenario": "shell-aware, new $(...) command each (bashlex)",
             "rules": len(prefixed),
             **time_gate(shell_gate, empty, shell_call, rounds, 20, fresh_compound),
+        }
+    )
+    listed = "git status && git log -n {n} | git grep x; git show HEAD"
+
+    def fresh_list(n: int) -> ToolCall:
+        return ToolCall(id=f"g{n}", name="shell", arguments={"command": listed.format(n=n)})
+
+    rows.append(
+        {
+            "scenario": "shell-aware, new 4-part list each (fast path)",
+            "rules": len(prefixed),
+            **time_gate(shell_gate, empty, shell_call, rounds, per_round, fresh_list),
         }
     )
     plain = [ToolCall(id="q", name="shell", arguments={"command": "git status --short -b"})]
@@ -289,26 +324,43 @@ def measure(rounds: int, per_round: int) -> list[dict[str, Any]]:
             **time_gate(path_gate, empty, path_call, rounds, per_round),
         }
     )
+    folding = gate_for(paths, path_arguments={"write_file": ["path"]}, path_case_insensitive=True)
+    upper = [ToolCall(id="u", name="write_file", arguments={"path": "SRC/./12/../12//A.py"})]
+    rows.append(
+        {
+            "scenario": "path-aware, case-insensitive",
+            "rules": len(paths),
+            **time_gate(folding, empty, upper, rounds, per_round),
+        }
+    )
     return rows
 
 
 def one_off() -> list[dict[str, Any]]:
-    """Compiling 1,000 rules, and the first check of a tool (milliseconds, best of 5)."""
-    rules = mixed_rules()
+    """Compiling 1,000 rules, and the first check per tool (milliseconds, best of 5).
+
+    Each round compiles new rule text (``salt``), then checks three tools once
+    each on the fresh policy: one the rules name exactly (its index was built
+    at compile time), one only a glob names, and one no rule names.
+    """
     ctx = context(Store({}))
-    call = mixed_calls()[0]
-    compile_ms, first_ms = [], []
-    for _ in range(5):
+    firsts = {
+        "first check: a tool named exactly": lambda salt: f"tool_0{salt}",
+        "first check: a tool only a glob names": lambda salt: "ns5_tool",
+        "first check: a tool no rule names": lambda salt: f"unknown{salt}",
+    }
+    timings: dict[str, list[float]] = {"compile 1,000 rules": [], **{k: [] for k in firsts}}
+    for n in range(5):
+        rules = mixed_rules(salt=f"_r{n}")
         start = time.perf_counter_ns()
         gate = gate_for(rules)
-        compile_ms.append((time.perf_counter_ns() - start) / 1e6)
-        start = time.perf_counter_ns()
-        gate(ctx, call)
-        first_ms.append((time.perf_counter_ns() - start) / 1e6)
-    return [
-        {"scenario": "compile 1,000 rules", "ms": min(compile_ms)},
-        {"scenario": "first check of a tool", "ms": min(first_ms)},
-    ]
+        timings["compile 1,000 rules"].append((time.perf_counter_ns() - start) / 1e6)
+        for label, name in firsts.items():
+            call = ToolCall(id="c", name=name(f"_r{n}"), arguments={"path": "data/5/x"})
+            start = time.perf_counter_ns()
+            gate(ctx, call)
+            timings[label].append((time.perf_counter_ns() - start) / 1e6)
+    return [{"scenario": label, "ms": min(ms)} for label, ms in timings.items()]
 
 
 def main() -> None:
@@ -325,10 +377,11 @@ def main() -> None:
     print(header)
     print("-" * len(header))
     for r in rows:
-        ok = "ok" if r["median_us"] < TARGET_US else "over"
+        target = r.setdefault("target_us", TARGET_US)
+        ok = "ok" if r["median_us"] < target else "over"
         print(
             f"{r['scenario']:<44} {r['rules']:>6} {r['median_us']:>7.2f} us "
-            f"{r['p90_us']:>7.2f} us {r['min_us']:>7.2f} us  <{TARGET_US:.0f} us {ok}"
+            f"{r['p90_us']:>7.2f} us {r['min_us']:>7.2f} us  <{target:.0f} us {ok}"
         )
     for o in once:
         print(f"{o['scenario']:<44} {o['ms']:>10.2f} ms (once, best of 5)")
