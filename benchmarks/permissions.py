@@ -21,10 +21,11 @@ does, and reports the median and p90 per call over ``--rounds`` rounds of
   200-character command (``fnmatch`` patterns are linear: no backtracking).
 * ``shell-aware, 4-part command``: 1,000 prefixed ``shell`` globs, ``command``
   declared a shell argument, a compound command with ``$(...)`` (its split is
-  cached, as the gate and the audit hook both check each call); ``new $(...)
-  command each`` pays the bashlex parse every time; ``new 4-part list each``
-  is a new ``&&``/``|``/``;`` list of plain words every time (the fast path:
-  no parser); ``plain command`` is one command.
+  cached, as the gate and the audit hook both check each call); ``new ...
+  each`` rows send a command never seen before on every check: a ``$(...)``
+  line, an ``&&``/``|``/``;`` list of plain words and a quoted line take the
+  fast path (no parser), a line with redirections and ``"$P"`` pays the
+  bashlex parse (the documented worst case); ``plain command`` is one command.
 * ``path-aware, 1,000 path rules``: ``write_file(path ~ "src/{i}/*")`` with a
   declared, normalized path (``src/./12/../12//a.py``); ``case-insensitive``
   the same with ``path_case_insensitive`` and an upper-case spelling.
@@ -62,7 +63,7 @@ from awaken_runtime import (
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TARGET_US = 50.0
-BOUNDS_US = {"regex": 250.0, "leading": 250.0, "leading_dense": 500.0}
+BOUNDS_US = {"regex": 250.0, "leading": 250.0, "leading_dense": 500.0, "bashlex": 1500.0}
 """The documented bounds of the pathological rows (the package README), on this machine."""
 
 _CONDITIONS = [
@@ -289,7 +290,7 @@ def measure(rounds: int, per_round: int) -> list[dict[str, Any]]:
 
     rows.append(
         {
-            "scenario": "shell-aware, new $(...) command each (bashlex)",
+            "scenario": "shell-aware, new $(...) command each (fast)",
             "rules": len(prefixed),
             **time_gate(shell_gate, empty, shell_call, rounds, 20, fresh_compound),
         }
@@ -301,9 +302,34 @@ def measure(rounds: int, per_round: int) -> list[dict[str, Any]]:
 
     rows.append(
         {
-            "scenario": "shell-aware, new 4-part list each (fast path)",
+            "scenario": "shell-aware, new 4-part list each (fast)",
             "rules": len(prefixed),
             **time_gate(shell_gate, empty, shell_call, rounds, per_round, fresh_list),
+        }
+    )
+    quoted = "git commit -m 'fix {n}: a; b' && git push origin \"main\""
+
+    def fresh_quoted(n: int) -> ToolCall:
+        return ToolCall(id=f"h{n}", name="shell", arguments={"command": quoted.format(n=n)})
+
+    rows.append(
+        {
+            "scenario": "shell-aware, new quoted command each (fast)",
+            "rules": len(prefixed),
+            **time_gate(shell_gate, empty, shell_call, rounds, per_round, fresh_quoted),
+        }
+    )
+    redirected = "git log -n {n} > /tmp/log 2>&1 && grep \"$P\" /tmp/log"
+
+    def fresh_redirected(n: int) -> ToolCall:
+        return ToolCall(id=f"r{n}", name="shell", arguments={"command": redirected.format(n=n)})
+
+    rows.append(
+        {
+            "scenario": "worst: new redirected command each (bashlex)",
+            "rules": len(prefixed),
+            "target_us": BOUNDS_US["bashlex"],
+            **time_gate(shell_gate, empty, shell_call, rounds, 20, fresh_redirected),
         }
     )
     plain = [ToolCall(id="q", name="shell", arguments={"command": "git status --short -b"})]

@@ -61,6 +61,29 @@ def test_an_allow_must_hold_for_the_command_as_written_and_as_read() -> None:
     assert explain(config, "shell", {"command": "X=1 git commit -m a"}).behavior.value == "deny"
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo $(true\nrm -rf ~)",
+        'echo "$(true\n\'rm\' -rf ~)"',
+        "echo `true\nrm -rf ~`",
+        "diff <(true\nrm -rf ~) x",
+        "echo $(true;\nrm -rf ~)",
+    ],
+)
+def test_a_newline_inside_a_substitution_is_refused(command: str) -> None:
+    # bashlex would return only `true` here, hiding `rm -rf ~` from the rules.
+    with pytest.raises(ValueError, match="newline inside"):
+        split_shell(command)
+    allowing = {
+        "allow": ['shell(command ~ "echo *")', 'shell(command ~ "diff *")', "shell(command = 'true')"],
+        "deny": ['shell(command ~ "rm *")'],
+        "default": "ask",
+        "shell_arguments": {"shell": ["command"]},
+    }
+    assert explain(allowing, "shell", {"command": command}).behavior.value != "allow"
+
+
 def test_reserved_words_and_odd_lists_leave_the_fast_path() -> None:
     for command in ["time rm x", "if a; then rm x; fi", "a;;b", "a |& b", "a &", "{ a; }"]:
         assert _fast_split(command) is None or not _fast_split(command)
@@ -83,6 +106,7 @@ def test_overlong_and_unparsable_lines_are_refused_and_the_refusal_is_kept() -> 
 _WORDS = ["ls", "rm", "-rf", "~", "~/x", "a.py", "*.py", "x?", "X=1", "Y+=2", "git", "a=b", "%1"]
 _WORDS += ["status", "--short", "-n", "3", "@x", "a,b", "a:b", "+x", "/bin/ls", "if", "time"]
 _GLUE = [" ", "  ", "\t", " ; ", ";", "&&", " || ", "|", " & ", "\n", " \n", ";;", "|&", "&&&"]
+_GLUE += [" $(", "$(", ")", ") ", "`", " `", "$((", "(", "$"]
 
 
 @pytest.mark.parametrize(
@@ -94,6 +118,10 @@ _GLUE = [" ", "  ", "\t", " ; ", ";", "&&", " || ", "|", " & ", "\n", " \n", ";;
         "a&b",
         "ls\n",
         "a || b\tc",
+        "git status && git log -n 3 | git grep x; git show $(git rev-parse HEAD)",
+        "X=$(curl x) make",
+        "echo `id` $(a; b)x && c",
+        "X=$(a)",
     ],
 )
 def test_the_fast_path_takes_plain_lists(command: str) -> None:
@@ -101,9 +129,43 @@ def test_the_fast_path_takes_plain_lists(command: str) -> None:
     assert fast is not None and fast == _parse(command)
 
 
-@settings(max_examples=600, deadline=None)
-@given(st.lists(st.sampled_from(_WORDS + _GLUE), min_size=1, max_size=14).map("".join))
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from(_WORDS + _GLUE), min_size=1, max_size=16).map("".join))
 def test_the_fast_path_agrees_with_bashlex(command: str) -> None:
+    fast = _fast_split(command)
+    if fast is None:
+        return
+    assert fast == _parse(command), command
+
+
+_PLAIN_WORDS = st.sampled_from(["ls", "rm", "-rf", "~", "a.py", "*.py", "X=1", "git", "%1"])
+_QUOTED_WORDS = st.sampled_from(
+    ["'a b'", '"a b"', "'rm'", '"x;y"', "r''m", "''", '""', "'$(id)'", '"*"', "X='a b'", "'X=1'"]
+)
+_LIST_OPS = st.sampled_from([" ; ", ";", "&&", " || ", "|", " & ", "\n"])
+
+
+@st.composite
+def _plain_list(draw: st.DrawFn, substitutions: bool, quotes: bool = True) -> str:
+    pieces = []
+    for _ in range(draw(st.integers(1, 4))):
+        words = draw(st.lists(_PLAIN_WORDS, min_size=0, max_size=4))
+        if quotes and not substitutions and draw(st.booleans()):
+            words.insert(draw(st.integers(0, len(words))), draw(_QUOTED_WORDS))
+        if substitutions and draw(st.booleans()):
+            body = draw(_plain_list(False, quotes=False))
+            held = draw(st.sampled_from(["$({})", "`{}`", "x$({})", "Y=$({})", "$({})z"]))
+            words.insert(draw(st.integers(0, len(words))), held.format(body))
+        pieces.append(draw(st.sampled_from([" ", "  ", "\t"])).join(words))
+    text = pieces[0]
+    for piece in pieces[1:]:
+        text += draw(_LIST_OPS) + piece
+    return text
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.one_of(_plain_list(True), _plain_list(False)))
+def test_the_fast_path_agrees_with_bashlex_on_lists_with_substitutions(command: str) -> None:
     fast = _fast_split(command)
     if fast is None:
         return

@@ -15,12 +15,15 @@ bashlex is pure Python (~0.2 ms per simple command), so two things keep it off
 the hot path without ever guessing:
 
 * **The fast path.** A line made only of letters, digits, blanks, ``_./=:,@%+~*?-``
-  and the list operators has no quote, expansion, substitution, redirection,
-  group or comment: bash splits it exactly at ``&&``, ``||``, ``;``, ``|``,
-  ``&`` and newlines and reads each part as blank-separated words. Such a line
-  is split by a regex unless a part is empty or a word is a reserved word
-  (``if``, ``time``, ``{``...), which go to bashlex. A property test checks that
-  the fast path and bashlex agree on every line the fast path accepts.
+  and the list operators has no quote, expansion, redirection, group or
+  comment: bash splits it exactly at ``&&``, ``||``, ``;``, ``|``, ``&`` and
+  newlines and reads each part as blank-separated words. The same holds for
+  such a line with ``$(...)`` or backtick substitutions whose bodies are such
+  lines themselves (not nested, no arithmetic ``$((``): each body's commands
+  follow the command that holds it. These lines are split with regexes unless
+  a part is empty, a word is a reserved word (``if``, ``time``, ``{``...) or the
+  command name is computed; everything else goes to bashlex. A property test
+  checks that the fast path and bashlex agree on every line it accepts.
 * **A bounded cache.** Results (splits and refusals) are kept for the last
   4,096 distinct lines; the gate and the audit hook check each call twice.
 
@@ -40,6 +43,23 @@ MAX_PARSED = 16_384
 
 _FAST = re.compile(r"[A-Za-z0-9_ \t\n./=:,@%+~*?;&|-]*")
 """Characters bash gives no meaning beyond words, globs, ``~`` and list operators."""
+_FAST_OUTER = re.compile(r"[A-Za-z0-9_ \t\n./=:,@%+~*?;&|$()`-]*")
+"""The same plus what plain ``$(...)`` and backtick substitutions need."""
+_SUBSTITUTING = re.compile(r"[$`]")
+_WORD_CHARS = r"A-Za-z0-9_./=:,@%+~*?\x00\-"
+_TOKEN = re.compile(
+    r"[ \t]*(?:(?P<op>&&|\|\||[;&|\n])|(?P<word>(?:["
+    + _WORD_CHARS
+    + r"]|'[^'\n]*'|\"[^\"$`\\!\n]*\")+))"
+)
+"""One list operator or one word: plain characters and ``'...'``/``"..."`` without
+newlines (and, in double quotes, without ``$``, backticks, ``\\`` or ``!``)."""
+_QUOTED = re.compile(r"'([^']*)'|\"([^\"]*)\"")
+_UNQUOTED = re.compile("[" + _WORD_CHARS + r" \t\n;&|]*")
+_SUBSTITUTION = re.compile(r"\$\(([^()$`]*)\)|`([^()$`]*)`")
+_LEFT_OVER = re.compile(r"[$()`]")
+_NOT_IN_BODY = re.compile(r"[&\n]|\|\|")
+_HELD = re.compile("\x00([0-9]+)\x00")
 _SEPARATOR = re.compile(r"&&|\|\||[;&|\n]")
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
 _RESERVED = frozenset(
@@ -64,29 +84,111 @@ def split_shell(command: str) -> list[str]:
 @functools.lru_cache(maxsize=4096)
 def _split(command: str) -> tuple[str, ...] | str:
     """The parts of ``command``, or why it is unparsable (cached: refusals too)."""
-    if _FAST.fullmatch(command):
-        fast = _fast_split(command)
-        if fast is not None:
-            return fast
+    fast = _fast_split(command)
+    if fast is not None:
+        return fast
     if len(command) > MAX_PARSED:
         return f"the shell command is longer than {MAX_PARSED} characters"
     return _parse(command)
 
 
 def _fast_split(command: str) -> tuple[str, ...] | None:
-    """The parts of a line of plain words and list operators, or ``None`` (use bashlex)."""
+    """The parts of a line of plain words, list operators and plain ``$(...)`` or
+    backtick substitutions, or ``None`` (use bashlex)."""
+    if "\x00" in command:
+        return None  # NUL marks held substitutions below (and bash cannot pass one)
+    if not _SUBSTITUTING.search(command):
+        return _plain_split(command, [], [])
+    if not _FAST_OUTER.fullmatch(command):
+        return None  # substitutions in a line with quotes, redirections...: bashlex
+    sources: list[str] = []
+    inner: list[tuple[str, ...] | None] = []
+
+    def hold(match: re.Match[str]) -> str:
+        body = match.group(1) if match.group(1) is not None else match.group(2)
+        # bashlex refuses && and || inside a substitution and cannot split at its
+        # newlines (see _parse); bash can, but the fast path stays on bashlex's side.
+        plain = _FAST.fullmatch(body) and not _NOT_IN_BODY.search(body)
+        inner.append(_plain_split(body, [], []) if plain else None)
+        sources.append(match.group())
+        return f"\x00{len(sources) - 1}\x00"
+
+    text = _SUBSTITUTION.sub(hold, command)
+    if None in inner or _LEFT_OVER.search(text):
+        return None  # an empty or non-plain substitution, or a stray $ ( ) `
+    return _plain_split(text, sources, [found for found in inner if found is not None])
+
+
+def _plain_split(
+    command: str, sources: list[str], inner: list[tuple[str, ...]]
+) -> tuple[str, ...] | None:
+    """Split at list operators; ``sources``/``inner``: the held substitutions' text and parts."""
+    text = command.rstrip(" \t\n")
+    quoted = "'" in text or '"' in text
+    pieces = _quoted_pieces(text) if quoted else _pieces(text)
+    if pieces is None:
+        return None
     parts: list[str] = []
-    for piece in _SEPARATOR.split(command.rstrip(" \t\n")):
-        words = piece.split()
-        if not words or not _RESERVED.isdisjoint(words):
+    for span, raw in pieces:
+        if not raw:
+            return None
+        words = [_unquote(w) for w in raw] if quoted else raw
+        if not _RESERVED.isdisjoint(words):
             return None
         start = 0
-        while start < len(words) and _ASSIGNMENT.match(words[start]):
+        while start < len(words) and _ASSIGNMENT.match(raw[start]):
             start += 1
-        if start < len(words) and _UNKNOWN_NAME.search(words[start]):
+        if start < len(words) and _UNKNOWN_NAME.search(words[start].replace("\x00", "$")):
             return None
-        _add(parts, piece.strip(" \t"), " ".join(words[start:]))
+        read = " ".join(words[start:])
+        if not sources:
+            _add(parts, span, read)
+            continue
+        _add(parts, _restore(span, sources), _restore(read, sources))
+        for held in _HELD.findall(span):  # a substitution's commands follow their command
+            parts.extend(inner[int(held)])
     return tuple(parts)
+
+
+_Pieces = list[tuple[str, list[str]]]
+"""Each simple command as ``(its text, its words as written)``."""
+
+
+def _pieces(text: str) -> _Pieces | None:
+    """Without quotes: split at the operators, then at blanks (C speed)."""
+    if not _UNQUOTED.fullmatch(text):
+        return None
+    return [(piece.strip(" \t"), piece.split()) for piece in _SEPARATOR.split(text)]
+
+
+def _quoted_pieces(text: str) -> _Pieces | None:
+    """With quotes: token by token, so an operator inside quotes stays in its word."""
+    pieces: _Pieces = []
+    words: list[str] = []
+    first = last = pos = 0
+    while pos < len(text):
+        token = _TOKEN.match(text, pos)
+        if token is None:
+            return None  # a character or quote the fast path does not read
+        pos = token.end()
+        if token.group("op"):
+            pieces.append((text[first:last], words))
+            words = []
+            continue
+        if not words:
+            first = token.start("word")
+        words.append(token.group("word"))
+        last = pos
+    pieces.append((text[first:last], words))
+    return pieces
+
+
+def _unquote(word: str) -> str:
+    return _QUOTED.sub(lambda m: m.group(1) if m.group(1) is not None else m.group(2), word)
+
+
+def _restore(text: str, sources: list[str]) -> str:
+    return _HELD.sub(lambda m: sources[int(m.group(1))], text)
 
 
 def _add(parts: list[str], written: str, read: str) -> None:
@@ -106,6 +208,19 @@ def _parse(command: str) -> tuple[str, ...] | str:
     problems: list[str] = []
 
     class _Collect(bashlex.ast.nodevisitor):  # type: ignore[misc]
+        def visitcommandsubstitution(self, node: Any, _command: Any) -> None:
+            self._substitution(node)
+
+        def visitprocesssubstitution(self, node: Any, _command: Any) -> None:
+            self._substitution(node)
+
+        def _substitution(self, node: Any) -> None:
+            # bashlex 0.18 drops what follows a newline inside $(...), `...` and <(...)
+            # (`echo $(true<newline>rm -rf ~)` yields only `true`): refuse, never guess.
+            start, end = node.pos
+            if "\n" in command[start:end]:
+                problems.append("a newline inside a command or process substitution")
+
         def visitcommand(self, node: Any, children: Any) -> None:
             start, end = node.pos
             written = command[start:end]
