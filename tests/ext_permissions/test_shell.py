@@ -92,15 +92,16 @@ def test_reserved_words_and_odd_lists_leave_the_fast_path() -> None:
 
 
 def test_overlong_and_unparsable_lines_are_refused_and_the_refusal_is_kept() -> None:
-    long_line = "echo 'x" + "y" * MAX_PARSED + "'"
+    long_line = 'echo "$x' + "y" * MAX_PARSED + '"'  # an expansion: only bashlex reads it
     with pytest.raises(ValueError, match="longer than"):
         split_shell(long_line)
     with pytest.raises(ValueError, match="cannot parse"):
         split_shell("git status 'open")
     with pytest.raises(ValueError, match="cannot parse"):  # from the cache, same answer
         split_shell("git status 'open")
-    # a plain line is split without the parser, at any length
+    # a plain or simply quoted line is split without the parser, at any length
     assert split_shell("ls " + "a" * (2 * MAX_PARSED)) == ["ls " + "a" * (2 * MAX_PARSED)]
+    assert len(split_shell("echo '" + "a" * (2 * MAX_PARSED) + "'")) == 2
 
 
 _WORDS = ["ls", "rm", "-rf", "~", "~/x", "a.py", "*.py", "x?", "X=1", "Y+=2", "git", "a=b", "%1"]
