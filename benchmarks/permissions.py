@@ -319,7 +319,7 @@ def measure(rounds: int, per_round: int) -> list[dict[str, Any]]:
             **time_gate(shell_gate, empty, shell_call, rounds, per_round, fresh_quoted),
         }
     )
-    redirected = "git log -n {n} > /tmp/log 2>&1 && grep \"$P\" /tmp/log"
+    redirected = 'git log -n {n} > /tmp/log 2>&1 && grep "$P" /tmp/log'
 
     def fresh_redirected(n: int) -> ToolCall:
         return ToolCall(id=f"r{n}", name="shell", arguments={"command": redirected.format(n=n)})

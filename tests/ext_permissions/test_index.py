@@ -7,8 +7,13 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from awaken_ext_permissions import Behavior, Policy, compile_conditions, compile_tool
-from awaken_ext_permissions import parse_rule_line
+from awaken_ext_permissions import (
+    Behavior,
+    Policy,
+    compile_conditions,
+    compile_tool,
+    parse_rule_line,
+)
 from awaken_ext_permissions._tools import literal_prefix
 
 

@@ -19,7 +19,8 @@ INSENSITIVE: dict[str, Any] = {
 
 
 @pytest.mark.parametrize(
-    "path", ["src/secrets/key", "SRC/SECRETS/key", "src/./Secrets//KEY", "Src/sEcReTs/x/", "src/.env"]
+    "path",
+    ["src/secrets/key", "SRC/SECRETS/key", "src/./Secrets//KEY", "Src/sEcReTs/x/", "src/.env"],
 )
 def test_case_does_not_hide_a_denied_path(path: str) -> None:
     verdict = explain(INSENSITIVE, "write_file", {"path": path})

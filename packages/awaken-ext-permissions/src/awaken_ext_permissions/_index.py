@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from ._matchers import MISSING, ArgsMatcher, single_getter, string_finder
 from ._model import Operator, Rule
@@ -203,7 +203,7 @@ def _scan(
         if best is not None and first >= best[0]:
             return best
         if get is None:
-            for entry in items:
+            for entry in cast("tuple[_Entry, ...]", items):
                 if best is not None and entry[0] >= best[0]:
                     return best
                 if entry[2](args):
@@ -212,9 +212,9 @@ def _scan(
         value = get(args)
         if not isinstance(value, str):
             continue  # a ~ or =~ condition only holds for a string
-        for position, needed, match, entry, rest in items:
+        for position, needed, match, guarded, rest in cast("tuple[_Guarded, ...]", items):
             if best is not None and position >= best[0]:
                 return best
             if needed in value and match(value) is not None and (rest is None or rest(args)):
-                return entry
+                return guarded
     return best

@@ -63,8 +63,30 @@ _HELD = re.compile("\x00([0-9]+)\x00")
 _SEPARATOR = re.compile(r"&&|\|\||[;&|\n]")
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
 _RESERVED = frozenset(
-    "! [[ ]] { } case coproc do done elif else esac fi for function if in select then "
-    "time until while".split()
+    [
+        "!",
+        "[[",
+        "]]",
+        "{",
+        "}",
+        "case",
+        "coproc",
+        "do",
+        "done",
+        "elif",
+        "else",
+        "esac",
+        "fi",
+        "for",
+        "function",
+        "if",
+        "in",
+        "select",
+        "then",
+        "time",
+        "until",
+        "while",
+    ]
 )
 _UNKNOWN_NAME = re.compile(r"[$`*?]|\[.*\]")
 """A command name with an expansion or a glob is only known when it runs."""
