@@ -106,6 +106,13 @@ def resolve_path(args: Any, path: tuple[Segment, ...]) -> list[Any]:
 def single_getter(path: tuple[Segment, ...] | tuple[str | int, ...]) -> Callable[[Any], Any]:
     """A fast getter for a path without ``[*]``; returns :data:`MISSING` when absent."""
     keys = tuple(seg.key if isinstance(seg, Segment) else seg for seg in path)
+    if len(keys) == 1 and isinstance(keys[0], str):  # the common case: one argument name
+        name = keys[0]
+
+        def get_one(args: Any) -> Any:
+            return args.get(name, MISSING) if isinstance(args, dict) else MISSING
+
+        return get_one
 
     def get(args: Any) -> Any:
         value = args

@@ -241,17 +241,17 @@ class Policy:
             return remembered
         if views.problem:
             return Verdict(self.unparsable, None, "argument", views.problem)
-        strictest: Verdict | None = None
+        strictness, deciding, shown = -1, None, ""
         for view, detail in views.items:
             found = others.first(view) if others else None
-            if found is not None:
-                verdict = Verdict(found.behavior, found, "rule", detail)
-            else:
-                verdict = Verdict(self.default, None, "default", detail)
-            if strictest is None or _STRICTNESS[verdict.behavior] > _STRICTNESS[strictest.behavior]:
-                strictest = verdict
-        assert strictest is not None  # Views always carry at least one item here
-        return strictest
+            rank = _STRICTNESS[found.behavior if found is not None else self.default]
+            if rank > strictness:
+                strictness, deciding, shown = rank, found, detail
+                if rank == _STRICTNESS[Behavior.DENY]:
+                    break  # nothing is stricter
+        if deciding is None:
+            return Verdict(self.default, None, "default", shown)
+        return Verdict(deciding.behavior, deciding, "rule", shown)
 
     def explain(
         self,

@@ -210,6 +210,8 @@ def _unquote(word: str) -> str:
 
 
 def _restore(text: str, sources: list[str]) -> str:
+    if "\x00" not in text:
+        return text
     return _HELD.sub(lambda m: sources[int(m.group(1))], text)
 
 
