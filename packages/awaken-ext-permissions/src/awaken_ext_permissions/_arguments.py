@@ -182,6 +182,11 @@ class ArgumentViews:
             total *= len(options)
         if total > _MAX_VIEWS:
             return Views(((base, ""),), problem=f"more than {_MAX_VIEWS} command combinations")
+        if len(splits) == 1 and not note:  # the common case: one command line, nothing else
+            options = splits[0]
+            if len(options) == 1:
+                return Views((({**base, options[0][0]: options[0][1]}, ""),))
+            return Views(tuple(({**base, n: p}, f"part {p!r} of {n}") for n, p in options))
         items: list[tuple[Mapping[str, Any], str]] = []
         compound = any(len(o) > 1 for o in splits)
         for combo in itertools.product(*splits):

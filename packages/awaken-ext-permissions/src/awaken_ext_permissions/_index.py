@@ -134,12 +134,15 @@ class OrderedRules:
             value = get(args)
             if not isinstance(value, str):
                 continue
+            size = len(value)
             for length, by_prefix in lengths:
-                if length > len(value):
+                if length > size:
                     break
                 hits = by_prefix.get(value[:length])
                 if hits:
                     best = _earliest(hits, args, best)
+        if not self._scan:
+            return self._shown[best[0]] if best is not None else None
         best = _scan(self._scan, args, best)
         return self._shown[best[0]] if best is not None else None
 
