@@ -197,6 +197,9 @@ HIDDEN = [
     "git status; echo $(true\nrm -rf ~)",
     "git status; $(echo rm) -rf ~",
     "git status; $R -rf ~",
+    "git status; echo ${X:-$(rm -rf ~)}",
+    'git status; echo "${X:-`rm -rf ~`}"',
+    "git status; cat <<EOF\n$(rm -rf ~)\nEOF",
 ]
 
 

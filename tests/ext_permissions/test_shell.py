@@ -88,6 +88,28 @@ def test_a_newline_inside_a_substitution_is_refused(command: str) -> None:
     assert explain(allowing, "shell", {"command": command}).behavior.value != "allow"
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo ${X:-$(rm -rf ~)}",
+        'echo "${X:-`rm -rf ~`}"',
+        "cat <<EOF\n$(rm -rf ~)\nEOF",
+        "cat <<EOF\n`rm -rf ~`\nEOF",
+        "echo '$(literal)' \\`x",
+        "echo '<(x)' <(y)",
+    ],
+)
+def test_a_substitution_bashlex_does_not_show_is_refused(command: str) -> None:
+    # bash runs these (or may); bashlex 0.18 returns no node for them: never let them pass.
+    with pytest.raises(ValueError, match="does not see"):
+        split_shell(command)
+
+
+def test_substitutions_bashlex_shows_are_kept() -> None:
+    assert split_shell('a <<< "$(rm y)"') == ['a <<< "$(rm y)"', "a", "rm y"]
+    assert split_shell("cat <<EOF\nplain $HOME\nEOF") == ["cat <<EOF", "cat"]
+
+
 def test_reserved_words_and_odd_lists_leave_the_fast_path() -> None:
     for command in ["time rm x", "if a; then rm x; fi", "a;;b", "a |& b", "a &", "{ a; }"]:
         assert _fast_split(command) is None or not _fast_split(command)

@@ -9,7 +9,11 @@ escapes removed, words single-spaced, leading ``VAR=value`` assignments and
 redirections dropped: ``rm -rf ~``), so quoting, tabs or a prefix never hide
 a command from a deny, and an allow must hold for both spellings. A command
 whose *name* is only known when it runs (``$X -rf ~``, ``$(echo rm) x``,
-``/bin/r? x``) cannot be checked and makes the line unparsable.
+``/bin/r? x``) cannot be checked and makes the line unparsable. So do two
+gaps of bashlex 0.18 that would hide a command: a newline inside ``$(...)``,
+backticks or ``<(...)`` (it drops what follows), and a ``$(...)`` or backtick
+it returns no node for (inside ``${...}`` or a here-doc body, where bash still
+runs it): every substitution in the text must be one the parser saw.
 
 bashlex is pure Python (~0.2 ms per simple command), so two things keep it off
 the hot path without ever guessing:
@@ -58,6 +62,8 @@ _QUOTED = re.compile(r"'([^']*)'|\"([^\"]*)\"")
 _UNQUOTED = re.compile("[" + _WORD_CHARS + r" \t\n;&|]*")
 _SUBSTITUTION = re.compile(r"\$\(([^()$`]*)\)|`([^()$`]*)`")
 _LEFT_OVER = re.compile(r"[$()`]")
+_COMMAND_OPEN = re.compile(r"\$\((?!\()")
+_PROCESS_OPEN = re.compile(r"[<>]\(")
 _NOT_IN_BODY = re.compile(r"[&\n]|\|\|")
 _HELD = re.compile("\x00([0-9]+)\x00")
 _SEPARATOR = re.compile(r"&&|\|\||[;&|\n]")
@@ -230,12 +236,15 @@ def _parse(command: str) -> tuple[str, ...] | str:
         return f"cannot parse the shell command: {exc}"
     parts: list[str] = []
     problems: list[str] = []
+    found = [0, 0]  # command substitutions, process substitutions
 
     class _Collect(bashlex.ast.nodevisitor):  # type: ignore[misc]
         def visitcommandsubstitution(self, node: Any, _command: Any) -> None:
+            found[0] += 1
             self._substitution(node)
 
         def visitprocesssubstitution(self, node: Any, _command: Any) -> None:
+            found[1] += 1
             self._substitution(node)
 
         def _substitution(self, node: Any) -> None:
@@ -260,6 +269,11 @@ def _parse(command: str) -> tuple[str, ...] | str:
 
     for tree in trees:
         _Collect().visit(tree)
+    # bashlex does not look inside ${...} or an unquoted here-doc's body, where bash
+    # still runs $(...) and backticks: every one in the text must be a parsed node.
+    written = len(_COMMAND_OPEN.findall(command)) + (command.count("`") + 1) // 2
+    if written > found[0] or len(_PROCESS_OPEN.findall(command)) > found[1]:
+        problems.append("a substitution the parser does not see (in ${...}, a here-doc, quotes)")
     if problems:
         return f"cannot check the shell command: {problems[0]}"
     if not parts:
