@@ -4,7 +4,8 @@ Hypothesis draws rule sets for one to three levels of delegation and a call
 whose meaning is known by construction (an integer, a boolean, the simple
 commands of a compound shell line, a canonical path) but whose spelling is
 hostile: ``"5000"``, ``" 5000 "``, ``5000.0``, ``"yes"``, ``1``, commands
-chained with ``;``/``&&``/``|``/newlines/``$(...)``/backticks/subshells and
+chained with ``;``/``&&``/``|``/newlines/``$(...)``/backticks/subshells, hidden
+in ``${X:-$(...)}`` or a here-doc body, and
 spelled with quoted names (``'rm'``, ``r\\m``, ``r''m``), tabs and ``VAR=``
 prefixes, paths with ``.``, ``..``, ``//``, trailing slashes and (for a policy
 on a case-insensitive filesystem) any case. The oracle decides "a deny
@@ -81,7 +82,9 @@ def shell_calls(draw: st.DrawFn) -> Call:
     text = _spelled(draw, commands[0])
     for meaning in commands[1:]:
         command = _spelled(draw, meaning)
-        form = draw(st.sampled_from(["sep", "subst", "backtick", "subshell"]))
+        form = draw(
+            st.sampled_from(["sep", "subst", "backtick", "subshell", "parameter", "heredoc"])
+        )
         if form == "sep":
             sep = draw(st.sampled_from([";", " ; ", "&&", " || ", " | ", "\n", " & ", ";\n"]))
             text = f"{text}{sep}{command}"
@@ -89,6 +92,10 @@ def shell_calls(draw: st.DrawFn) -> Call:
             text = f"{text} $({command})"
         elif form == "backtick":
             text = f"{text} `{command}`"
+        elif form == "parameter":  # bash runs a substitution inside ${...}
+            text = f"{text} ${{X:-$({command})}}"
+        elif form == "heredoc":  # ... and inside an unquoted here-doc body
+            text = f"{text}; cat <<EOF\n$({command})\nEOF\n"
         else:
             text = f"{text}; ({command})"
     return Call("shell", {"command": text}, parts=tuple(commands))
