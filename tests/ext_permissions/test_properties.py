@@ -246,3 +246,21 @@ def test_an_allow_never_holds_for_a_part_it_does_not_match(call: Call) -> None:
         else:
             expected = fnmatch.fnmatchcase(call.path, "docs/*")
             assert (verdict.behavior.value == "allow") == expected, (call, verdict)
+
+
+@settings(max_examples=400, deadline=None)
+@given(call=shell_calls())
+def test_a_deny_on_any_part_is_never_allowed(call: Call) -> None:
+    """Direct on the policy: with only deny rules and a default of allow, a call one of
+    whose commands a deny matches (wherever it hides) is never allowed."""
+    from awaken_ext_permissions import explain
+
+    for prefix in PREFIXES:
+        config: dict[str, Any] = {
+            "deny": [f'shell(command ~ "{prefix}*")'],
+            "default": "allow",
+            **DECLARED,
+        }
+        verdict = explain(config, "shell", call.arguments)
+        if any(fnmatch.fnmatchcase(p, f"{prefix}*") for p in call.parts):
+            assert verdict.behavior.value != "allow", (call, verdict)
