@@ -1,18 +1,18 @@
 """Shell- and path-aware arguments: the views of a call that rules are matched against.
 
-An argument declared as a **shell command** (``shell_arguments``) is split by
-``bashlex`` (a bash parser) into its simple commands: the parts of ``;``,
-``&&``, ``||``, ``|``, ``&`` and newlines, and the commands inside ``$(...)``,
-backticks, subshells, process substitutions and compound commands (``if``,
-``for``, functions) each count as one. A call is allowed only when *every*
-part is allowed; any part a deny rule matches denies. Text bashlex cannot
-parse is not guessed at: it is ``unparsable_shell`` (``ask`` unless set).
+An argument declared as a **shell command** (``shell_arguments``) is split
+into its simple commands by :mod:`._shell` (bashlex, with a checked fast
+path), each as written and as bash reads it. A call is allowed only when
+*every* part is allowed; any part a deny rule matches denies. Text that cannot
+be checked is not guessed at: it is ``unparsable_shell`` (``ask`` unless set).
 
 An argument declared as a **path** (``path_arguments``) is normalized before
 matching: ``.`` and ``..`` segments, repeated separators and trailing slashes
 go (``src/./secrets//key/`` is ``src/secrets/key``). With ``path_root`` the
 path is resolved against that root with symlinks followed and matched as the
-root-relative path; a path that leaves the root is denied.
+root-relative path; a path that leaves the root is denied. With
+``path_case_insensitive`` paths are case-folded (and the root compared
+ignoring case), and :func:`casefold_rule` folds the rules' conditions on them.
 """
 
 from __future__ import annotations
