@@ -26,7 +26,7 @@ from awaken_ext_permissions import explain, normalize_path, split_shell
         ("if a; then b; else c; fi", ["a", "b", "c"]),
         ("for i in 1; do rm $i; done", ["rm $i"]),
         ("f() { rm x; }; f", ["rm x", "f"]),
-        ("X=$(curl x) make", ["X=$(curl x) make", "curl x"]),
+        ("X=$(curl x) make", ["X=$(curl x) make", "make", "curl x"]),
     ],
 )
 def test_split_shell_finds_every_simple_command(command: str, parts: list[str]) -> None:

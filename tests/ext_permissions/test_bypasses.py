@@ -186,6 +186,33 @@ async def test_allowed_commands_still_run(rig: Any, command: str) -> None:
     assert [("shell", {"command": command})] == rig.EXECUTED
 
 
+# Spellings a deny list alone would miss: the default allows, only `deny rm *` stands.
+HIDDEN = [
+    "git status && 'rm' -rf ~",
+    'git status; "rm" -rf ~',
+    "git status; r\\m -rf ~",
+    "git status; r''m -rf ~",
+    "git status; rm\t-rf ~",
+    "git status; X=1 rm -rf ~",
+    "git status; echo $(true\nrm -rf ~)",
+    "git status; $(echo rm) -rf ~",
+    "git status; $R -rf ~",
+    "git status; echo ${X:-$(rm -rf ~)}",
+    'git status; echo "${X:-`rm -rf ~`}"',
+    "git status; cat <<EOF\n$(rm -rf ~)\nEOF",
+]
+
+
+@pytest.mark.parametrize("command", HIDDEN)
+async def test_quoting_blanks_prefixes_and_computed_names_do_not_hide_a_command(
+    rig: Any, command: str
+) -> None:
+    config = {**GIT, "allow": [], "default": "allow", "unparsable_shell": "deny"}
+    state = await run_one(rig, config, "shell", command=command)
+    assert rig.EXECUTED == []
+    assert "Permission denied" in results(state)[0]
+
+
 async def test_an_unparsable_command_asks_by_default(rig: Any) -> None:
     config = {**GIT, "default": "allow", "unparsable_shell": "ask"}
     state = await run_one(rig, config, "shell", command="git status 'open")

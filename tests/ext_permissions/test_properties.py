@@ -4,8 +4,11 @@ Hypothesis draws rule sets for one to three levels of delegation and a call
 whose meaning is known by construction (an integer, a boolean, the simple
 commands of a compound shell line, a canonical path) but whose spelling is
 hostile: ``"5000"``, ``" 5000 "``, ``5000.0``, ``"yes"``, ``1``, commands
-chained with ``;``/``&&``/``|``/newlines/``$(...)``/backticks/subshells, paths
-with ``.``, ``..``, ``//`` and trailing slashes. The oracle decides "a deny
+chained with ``;``/``&&``/``|``/newlines/``$(...)``/backticks/subshells, hidden
+in ``${X:-$(...)}`` or a here-doc body, and
+spelled with quoted names (``'rm'``, ``r\\m``, ``r''m``), tabs and ``VAR=``
+prefixes, paths with ``.``, ``..``, ``//``, trailing slashes and (for a policy
+on a case-insensitive filesystem) any case. The oracle decides "a deny
 matches" on the meaning with ``fnmatch`` and plain comparisons, independently
 of the plugin's code; the run's tools count what really executed.
 """
@@ -41,6 +44,8 @@ class Call:
     path: str = ""
     amount: int = 0
     force: bool = False
+    any_case: dict[str, Any] | None = None
+    """The arguments spelled in random case (for a policy on a case-insensitive filesystem)."""
 
 
 def _int_spellings(n: int) -> st.SearchStrategy[Any]:
@@ -53,12 +58,33 @@ def _bool_spellings(b: bool) -> st.SearchStrategy[Any]:
     return st.sampled_from(yes if b else no)
 
 
+def _spelled(draw: st.DrawFn, command: str) -> str:
+    """``command`` as the model might write it: quoted name, odd blanks, a VAR= prefix."""
+    name, *args = command.split(" ")
+    form = draw(st.sampled_from(["plain", "plain", "single", "double", "backslash", "split"]))
+    if form == "single":
+        name = f"'{name}'"
+    elif form == "double":
+        name = f'"{name}"'
+    elif form == "backslash" and len(name) > 1:
+        name = f"{name[0]}\\{name[1:]}"
+    elif form == "split" and len(name) > 1:
+        name = f"{name[0]}''{name[1:]}"
+    text = name
+    for arg in args:
+        text += draw(st.sampled_from([" ", " ", "  ", "\t"])) + arg
+    return draw(st.sampled_from(["", "", "X=1 ", "A=b B=c "])) + text
+
+
 @st.composite
 def shell_calls(draw: st.DrawFn) -> Call:
     commands = draw(st.lists(st.sampled_from(SIMPLE), min_size=1, max_size=4))
-    text = commands[0]
-    for command in commands[1:]:
-        form = draw(st.sampled_from(["sep", "subst", "backtick", "subshell"]))
+    text = _spelled(draw, commands[0])
+    for meaning in commands[1:]:
+        command = _spelled(draw, meaning)
+        form = draw(
+            st.sampled_from(["sep", "subst", "backtick", "subshell", "parameter", "heredoc"])
+        )
         if form == "sep":
             sep = draw(st.sampled_from([";", " ; ", "&&", " || ", " | ", "\n", " & ", ";\n"]))
             text = f"{text}{sep}{command}"
@@ -66,6 +92,10 @@ def shell_calls(draw: st.DrawFn) -> Call:
             text = f"{text} $({command})"
         elif form == "backtick":
             text = f"{text} `{command}`"
+        elif form == "parameter":  # bash runs a substitution inside ${...}
+            text = f"{text} ${{X:-$({command})}}"
+        elif form == "heredoc":  # ... and inside an unquoted here-doc body
+            text = f"{text}; cat <<EOF\n$({command})\nEOF\n"
         else:
             text = f"{text}; ({command})"
     return Call("shell", {"command": text}, parts=tuple(commands))
@@ -85,7 +115,9 @@ def path_calls(draw: st.DrawFn) -> Call:
     spelled = sep.join(out) + draw(st.sampled_from(["", "/", "//", "/."]))
     if draw(st.booleans()):
         spelled = "./" + spelled
-    return Call("write_file", {"path": spelled}, path=canonical)
+    flips = draw(st.lists(st.booleans(), min_size=len(spelled), max_size=len(spelled)))
+    any_case = "".join(c.upper() if f else c for c, f in zip(spelled, flips, strict=True))
+    return Call("write_file", {"path": spelled}, path=canonical, any_case={"path": any_case})
 
 
 @st.composite
@@ -152,9 +184,12 @@ def levels(draw: st.DrawFn) -> list[tuple[list[Spec], str]]:
     return [(draw(drawn), draw(defaults)) for _ in range(count)]
 
 
-def _config(rules: list[Spec], default: str, delegates: bool) -> dict[str, Any]:
+def _config(
+    rules: list[Spec], default: str, delegates: bool, insensitive: bool = False
+) -> dict[str, Any]:
     config: dict[str, Any] = {"rules": [f"{r.behavior} {r.text}" for r in rules], **DECLARED}
     config["default"] = default
+    config["path_case_insensitive"] = insensitive
     if delegates:
         config["rules"].insert(0, "allow agent_run")
     return config
@@ -169,16 +204,23 @@ def _denied(stack: list[tuple[list[Spec], str]], call: Call) -> bool:
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(stack=levels(), call=calls)
-def test_a_call_a_deny_matches_never_executes(rig: Any, stack: Any, call: Call) -> None:
+@given(stack=levels(), call=calls, insensitive=st.booleans())
+def test_a_call_a_deny_matches_never_executes(
+    rig: Any, stack: Any, call: Call, insensitive: bool
+) -> None:
     rig.EXECUTED.clear()
     last = len(stack) - 1
-    configs = [_config(rules, default, i < last) for i, (rules, default) in enumerate(stack)]
-    runtime = rig.chain(configs, rig.call(call.tool, "k", **call.arguments))
+    configs = [
+        _config(rules, default, i < last, insensitive) for i, (rules, default) in enumerate(stack)
+    ]
+    # On a case-insensitive filesystem the model may spell a path in any case.
+    arguments = call.any_case if insensitive and call.any_case else call.arguments
+    runtime = rig.chain(configs, rig.call(call.tool, "k", **arguments))
     asyncio.run(runtime.run("a0", "go", thread_id="t"))
     denied = _denied(stack, call)
     event("denied" if denied else "not denied")
     event("executed" if rig.EXECUTED else "not executed")
+    event(f"{len(stack)} levels")
     if denied:
         assert rig.EXECUTED == [], (configs, call)
 
@@ -204,3 +246,21 @@ def test_an_allow_never_holds_for_a_part_it_does_not_match(call: Call) -> None:
         else:
             expected = fnmatch.fnmatchcase(call.path, "docs/*")
             assert (verdict.behavior.value == "allow") == expected, (call, verdict)
+
+
+@settings(max_examples=400, deadline=None)
+@given(call=shell_calls())
+def test_a_deny_on_any_part_is_never_allowed(call: Call) -> None:
+    """Direct on the policy: with only deny rules and a default of allow, a call one of
+    whose commands a deny matches (wherever it hides) is never allowed."""
+    from awaken_ext_permissions import explain
+
+    for prefix in PREFIXES:
+        config: dict[str, Any] = {
+            "deny": [f'shell(command ~ "{prefix}*")'],
+            "default": "allow",
+            **DECLARED,
+        }
+        verdict = explain(config, "shell", call.arguments)
+        if any(fnmatch.fnmatchcase(p, f"{prefix}*") for p in call.parts):
+            assert verdict.behavior.value != "allow", (call, verdict)

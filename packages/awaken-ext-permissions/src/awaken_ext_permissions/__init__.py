@@ -11,6 +11,7 @@ profile. See the package README for the rule language and precedence.
 from ._arguments import ArgumentViews, Views, normalize_path, split_shell
 from ._audit import AUDIT_KEY, AuditScope, audit_command
 from ._config import ConditionSpec, PermissionsConfig, RuleSpec
+from ._explain import explain
 from ._matchers import compile_conditions, compile_tool, glob_regex, resolve_path
 from ._model import Behavior, Condition, Operator, Rule, Segment, ToolKind, render_path
 from ._parser import (
@@ -21,7 +22,7 @@ from ._parser import (
     parse_rule,
     parse_rule_line,
 )
-from ._plugin import MANIFEST, PLUGIN_ID, PermissionsPlugin, deny_message, explain
+from ._plugin import MANIFEST, PLUGIN_ID, PermissionsPlugin, deny_message
 from ._policy import Policy, Verdict, VerdictSource
 from ._remember import REMEMBERED_KEY, call_key, remember_command, remembered
 

@@ -1,24 +1,24 @@
 """Shell- and path-aware arguments: the views of a call that rules are matched against.
 
-An argument declared as a **shell command** (``shell_arguments``) is split by
-``bashlex`` (a bash parser) into its simple commands: the parts of ``;``,
-``&&``, ``||``, ``|``, ``&`` and newlines, and the commands inside ``$(...)``,
-backticks, subshells, process substitutions and compound commands (``if``,
-``for``, functions) each count as one. A call is allowed only when *every*
-part is allowed; any part a deny rule matches denies. Text bashlex cannot
-parse is not guessed at: it is ``unparsable_shell`` (``ask`` unless set).
+An argument declared as a **shell command** (``shell_arguments``) is split
+into its simple commands by :mod:`._shell` (bashlex, with a checked fast
+path), each as written and as bash reads it. A call is allowed only when
+*every* part is allowed; any part a deny rule matches denies. Text that cannot
+be checked is not guessed at: it is ``unparsable_shell`` (``ask`` unless set).
 
 An argument declared as a **path** (``path_arguments``) is normalized before
 matching: ``.`` and ``..`` segments, repeated separators and trailing slashes
 go (``src/./secrets//key/`` is ``src/secrets/key``). With ``path_root`` the
 path is resolved against that root with symlinks followed and matched as the
-root-relative path; a path that leaves the root is denied.
+root-relative path; a path that leaves the root is denied. With
+``path_case_insensitive`` paths are case-folded (and the root compared
+ignoring case), and :func:`casefold_rule` folds the rules' conditions on them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
-import functools
 import itertools
 import os
 import posixpath
@@ -27,65 +27,67 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ArgumentViews", "Views", "normalize_path", "split_shell"]
+from ._model import Condition, Operator, Rule
+from ._shell import split_shell
+
+__all__ = ["ArgumentViews", "Views", "casefold_rule", "normalize_path", "split_shell"]
 
 _MAX_VIEWS = 256
 """More combinations than this (several compound shell arguments) is unparsable."""
 
 
-_PLAIN = re.compile(r"[A-Za-z0-9_ \t./=:,@%+-]*")
-"""Text bash reads as one simple command: no operator, quote, expansion or newline."""
-
-
-class _Unparsable(ValueError):
-    """A shell command the parser cannot split safely."""
-
-
-def split_shell(command: str) -> list[str]:
-    """The simple commands of ``command``, in order; raises ``ValueError`` if unparsable."""
-    if _PLAIN.fullmatch(command):  # the common case, without the (slow) parser
-        return [command.strip(" \t")] if command.strip(" \t") else [command]
-    return list(_parse(command))
-
-
-@functools.lru_cache(maxsize=1024)
-def _parse(command: str) -> tuple[str, ...]:
-    """bashlex's simple commands of ``command`` (cached: each call is checked 2-3 times)."""
-    import bashlex  # type: ignore[import-untyped]  # on first use, not at import
-
-    try:
-        trees = bashlex.parse(command)
-    except Exception as exc:  # bashlex raises several types (ParsingError, NotImplementedError)
-        raise _Unparsable(f"cannot parse the shell command: {exc}") from None
-    parts: list[str] = []
-
-    class _Collect(bashlex.ast.nodevisitor):  # type: ignore[misc]
-        def visitcommand(self, node: Any, _parts: Any) -> None:
-            start, end = node.pos
-            parts.append(command[start:end])
-
-    for tree in trees:
-        _Collect().visit(tree)
-    if not parts:
-        raise _Unparsable("the shell command has no simple command to check")
-    return tuple(parts)
-
-
-def normalize_path(value: str, root: str | None = None) -> str | None:
+def normalize_path(
+    value: str, root: str | None = None, case_insensitive: bool = False
+) -> str | None:
     """``value`` without ``.``/``..``/``//``/trailing ``/``; root-relative with ``root``.
 
     Returns ``None`` when ``root`` is given and the path resolves outside it.
+    With ``case_insensitive`` (a filesystem that ignores case: macOS, Windows)
+    the result is case-folded and the root is compared ignoring case.
     """
     if root is None:
         norm = posixpath.normpath(value) if value else value
         # POSIX keeps a leading "//"; for matching it is the same as "/".
-        return "/" + norm.lstrip("/") if norm.startswith("//") else norm
-    base = os.path.realpath(root)
+        norm = "/" + norm.lstrip("/") if norm.startswith("//") else norm
+        return norm.casefold() if case_insensitive else norm
+    base = os.path.realpath(root).rstrip(os.sep) or os.sep
     full = os.path.realpath(os.path.join(base, value))
-    if full != base and not full.startswith(base.rstrip(os.sep) + os.sep):
+    fold = str.casefold if case_insensitive else str
+    if fold(full) == fold(base):
+        return "."
+    inside = base if base.endswith(os.sep) else base + os.sep
+    if not fold(full).startswith(fold(inside)):
         return None
-    rel = os.path.relpath(full, base)
-    return rel.replace(os.sep, "/")
+    return fold(full[len(inside) :].replace(os.sep, "/"))
+
+
+def casefold_rule(rule: Rule, names: Sequence[str]) -> Rule:
+    """``rule`` with its conditions on the top-level arguments ``names`` ignoring case.
+
+    String values are case-folded (the argument is folded too) and regexes get
+    ``re.IGNORECASE``; other conditions are unchanged.
+    """
+    when = tuple(
+        _fold(c) if c.path and c.path[0].key in names and isinstance(c.value, (str, list)) else c
+        for c in rule.when
+    )
+    return rule if when == rule.when else dataclasses.replace(rule, when=when)
+
+
+def _fold(condition: Condition) -> Condition:
+    value = condition.value
+    if condition.op in (Operator.REGEX, Operator.NOT_REGEX):
+        scoped = f"(?i:{value})"
+        try:
+            re.compile(scoped)
+        except re.error:  # the regex starts with global flags: add ours beside them
+            scoped = f"(?i){value}"
+        return dataclasses.replace(condition, value=scoped)
+    if isinstance(value, list):
+        value = [v.casefold() if isinstance(v, str) else v for v in value]
+    else:
+        value = value.casefold()
+    return dataclasses.replace(condition, value=value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,10 +117,12 @@ class ArgumentViews:
         shell: Mapping[str, Sequence[str]],
         paths: Mapping[str, Sequence[str]],
         root: str | None = None,
+        case_insensitive: bool = False,
     ) -> None:
         self.shell = {k: tuple(v) for k, v in shell.items()}
         self.paths = {k: tuple(v) for k, v in paths.items()}
         self.root = root
+        self.case_insensitive = case_insensitive
         self._cache: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 
     def __bool__(self) -> bool:
@@ -178,6 +182,11 @@ class ArgumentViews:
             total *= len(options)
         if total > _MAX_VIEWS:
             return Views(((base, ""),), problem=f"more than {_MAX_VIEWS} command combinations")
+        if len(splits) == 1 and not note:  # the common case: one command line, nothing else
+            options = splits[0]
+            if len(options) == 1:
+                return Views((({**base, options[0][0]: options[0][1]}, ""),))
+            return Views(tuple(({**base, n: p}, f"part {p!r} of {n}") for n, p in options))
         items: list[tuple[Mapping[str, Any], str]] = []
         compound = any(len(o) > 1 for o in splits)
         for combo in itertools.product(*splits):
@@ -191,7 +200,7 @@ class ArgumentViews:
         return Views(tuple(items))
 
     def _path(self, value: str) -> str | None:
-        return normalize_path(value, self.root)
+        return normalize_path(value, self.root, self.case_insensitive)
 
 
 def _escape(name: str, value: str, root: str | None) -> Views:

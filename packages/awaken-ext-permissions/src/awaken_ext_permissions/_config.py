@@ -106,6 +106,10 @@ class PermissionsConfig(BaseModel):
     path_root: str | None = None
     """Resolve declared paths against this directory (symlinks followed) and match
     them root-relative; a path that leaves it is denied."""
+    path_case_insensitive: bool = False
+    """Declared paths are on a filesystem that ignores case (macOS, Windows): paths
+    and the rule values on them are case-folded, ``=~`` regexes ignore case, and
+    ``path_root`` is compared ignoring case."""
     unparsable_shell: Literal["ask", "deny"] = "ask"
     """What a shell command the parser cannot split becomes."""
     remember_across_agents: bool = False
@@ -135,7 +139,12 @@ class PermissionsConfig(BaseModel):
     def policy(self) -> Policy:
         """The compiled :class:`Policy` (built once per config object)."""
         if self._policy is None:
-            views = ArgumentViews(self.shell_arguments, self.path_arguments, self.path_root)
+            views = ArgumentViews(
+                self.shell_arguments,
+                self.path_arguments,
+                self.path_root,
+                self.path_case_insensitive,
+            )
             self._policy = Policy(
                 self.compiled_rules(), self.default, views, Behavior(self.unparsable_shell)
             )

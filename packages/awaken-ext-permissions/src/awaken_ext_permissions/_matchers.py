@@ -17,6 +17,7 @@ strictly.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -32,6 +33,7 @@ __all__ = [
     "resolve_path",
     "single_getter",
     "strict_equal",
+    "string_finder",
 ]
 
 ArgsMatcher = Callable[[Mapping[str, Any]], bool]
@@ -41,9 +43,31 @@ MISSING: Any = object()
 """What :func:`single_getter` returns for a path the arguments do not have."""
 
 
+@functools.lru_cache(maxsize=8192)
 def glob_regex(pattern: str) -> re.Pattern[str]:
     """The compiled whole-string regex of a glob (see the module docs)."""
     return re.compile(fnmatch.translate(pattern))
+
+
+@functools.lru_cache(maxsize=8192)
+def _regex(source: str) -> re.Pattern[str]:
+    return re.compile(source)
+
+
+def string_finder(condition: Condition) -> tuple[str, Callable[[str], Any]] | None:
+    """``(required text, match)`` of a ``~`` or ``=~`` condition on a plain path.
+
+    The condition holds exactly when the argument is a string that contains
+    the required text ("" if none) and ``match(value)`` is not ``None``. Other
+    conditions (negations, ``[*]`` paths, other operators) return ``None``.
+    """
+    if condition.has_wildcard:
+        return None
+    if condition.op is Operator.GLOB:
+        return _literal(condition.value), glob_regex(condition.value).match
+    if condition.op is Operator.REGEX:
+        return "", _regex(condition.value).search
+    return None
 
 
 def compile_tool(rule: Rule) -> Callable[[str], bool]:
@@ -82,6 +106,13 @@ def resolve_path(args: Any, path: tuple[Segment, ...]) -> list[Any]:
 def single_getter(path: tuple[Segment, ...] | tuple[str | int, ...]) -> Callable[[Any], Any]:
     """A fast getter for a path without ``[*]``; returns :data:`MISSING` when absent."""
     keys = tuple(seg.key if isinstance(seg, Segment) else seg for seg in path)
+    if len(keys) == 1 and isinstance(keys[0], str):  # the common case: one argument name
+        name = keys[0]
+
+        def get_one(args: Any) -> Any:
+            return args.get(name, MISSING) if isinstance(args, dict) else MISSING
+
+        return get_one
 
     def get(args: Any) -> Any:
         value = args
@@ -139,9 +170,7 @@ def _test(op: Operator, expected: Any) -> Callable[[Any], bool]:
         return lambda v: not strict_equal(v, expected)
     if op in (Operator.GLOB, Operator.NOT_GLOB, Operator.REGEX, Operator.NOT_REGEX):
         glob = op in (Operator.GLOB, Operator.NOT_GLOB)
-        find: Callable[[str], Any] = (
-            glob_regex(expected).match if glob else re.compile(expected).search
-        )
+        find: Callable[[str], Any] = glob_regex(expected).match if glob else _regex(expected).search
         needed = _literal(expected) if glob else ""
         if needed:  # a substring test (C speed) spares most regex runs of `*x*` globs
             find = _prefiltered(find, needed)

@@ -19,6 +19,8 @@ A hand-written recursive-descent parser; every error is a
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import re
 from typing import Any
@@ -267,11 +269,26 @@ class _Parser:
 
 def parse_rule(text: str, behavior: Behavior | str, index: int = 0) -> Rule:
     """Parse ``tool`` or ``tool(cond, ...)`` into a :class:`Rule` with ``behavior``."""
-    return _rule(_Parser(text), Behavior(behavior), index)
+    return _at(_parse_rule(text, Behavior(behavior)), index)
 
 
 def parse_rule_line(text: str, index: int = 0) -> Rule:
     """Parse ``allow|deny|ask tool(cond, ...)``: a rule with its behavior first."""
+    return _at(_parse_rule_line(text), index)
+
+
+def _at(rule: Rule, index: int) -> Rule:
+    return rule if rule.index == index else dataclasses.replace(rule, index=index)
+
+
+# Config validation parses each rule and compiling parses it again: parse once.
+@functools.lru_cache(maxsize=4096)
+def _parse_rule(text: str, behavior: Behavior) -> Rule:
+    return _rule(_Parser(text), behavior, 0)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_rule_line(text: str) -> Rule:
     parser = _Parser(text)
     parser.ws()
     word = _IDENT.match(text, parser.pos)
@@ -280,7 +297,7 @@ def parse_rule_line(text: str, index: int = 0) -> Rule:
     parser.pos = word.end()
     if not parser.peek().isspace():
         raise parser.error("expected a space after the behavior")
-    return _rule(parser, Behavior(word.group()), index)
+    return _rule(parser, Behavior(word.group()), 0)
 
 
 def _rule(parser: _Parser, behavior: Behavior, index: int) -> Rule:

@@ -41,7 +41,7 @@ from ._model import Behavior
 from ._policy import Verdict
 from ._remember import REMEMBERED_KEY, remember_command, remembered
 
-__all__ = ["MANIFEST", "PLUGIN_ID", "PermissionsPlugin", "deny_message", "explain"]
+__all__ = ["MANIFEST", "PLUGIN_ID", "PermissionsPlugin", "deny_message"]
 
 PLUGIN_ID = "permissions"
 """The plugin id agents list in ``plugin_ids``."""
@@ -225,16 +225,3 @@ class PermissionsPlugin:
         if config.hide_denied:
             hooks[PhaseHookPoint.BEFORE_INFERENCE] = keeper.hide
         return Contributions(tool_gates=[keeper.gate], phase_hooks=hooks, inherit=config.inherit)
-
-
-def explain(
-    config: PermissionsConfig | dict[str, Any], tool: str, args: dict[str, Any] | None = None
-) -> Verdict:
-    """The verdict and deciding rule for ``tool(args)`` under ``config``.
-
-    >>> explain({"deny": ["shell(command ~ 'rm *')"]}, "shell", {"command": "rm -rf /"}).rule_text
-    'deny shell(command ~ "rm *")'
-    """
-    if not isinstance(config, PermissionsConfig):
-        config = PermissionsConfig.model_validate(config)
-    return config.policy().explain(tool, args)

@@ -17,8 +17,9 @@ path outside the root denies; otherwise every view (each simple command of a
 compound one, the normalized path) is decided as above and the strictest
 verdict wins (``deny`` > ``ask`` > ``allow``), so an allow must hold for all.
 
-Candidate rules are indexed per tool id (exact ids by dict lookup; globs and
-regexes tested once per distinct tool id and cached), and within a tool by
+Candidate rules are indexed per tool id (exact ids by dict lookup; glob and
+regex tool patterns filed by literal prefix in :class:`~._tools.ToolPatterns`,
+looked up once per distinct tool id and cached), and within a tool by
 :class:`~._index.OrderedRules`, so a check tests only the rules that can apply.
 """
 
@@ -28,11 +29,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ._arguments import ArgumentViews, Views
+from ._arguments import ArgumentViews, Views, casefold_rule
 from ._index import OrderedRules
 from ._matchers import ArgsMatcher, compile_conditions, compile_tool
 from ._model import Behavior, Condition, Operator, Rule, Segment, ToolKind
 from ._remember import call_key
+from ._tools import ToolPatterns
 
 __all__ = ["Policy", "Verdict", "VerdictSource"]
 
@@ -55,6 +57,11 @@ class Verdict:
     source: VerdictSource
     detail: str = ""
     """Which part of a compound command or which normalized path decided, if any."""
+    level: int | None = None
+    """With an inherited chain (``explain(..., inherited=...)``): the policy that
+    decided, ``0`` for the root ancestor up to ``levels - 1`` for the agent itself."""
+    levels: int = 1
+    """How many policies the chain had (ancestors that pass theirs down, plus the agent)."""
 
     @property
     def rule_text(self) -> str:
@@ -66,7 +73,14 @@ class Verdict:
     def describe(self) -> str:
         """A one-line explanation for people and for the model."""
         text = self._describe()
-        return f"{text} (on {self.detail})" if self.detail else text
+        if self.detail and self.source != "argument":
+            text = f"{text} (on {self.detail})"
+        if self.level is not None:
+            up = self.levels - 1 - self.level
+            where = "its own policy" if up == 0 else f"the policy inherited from {up} level"
+            where += "s up" if up > 1 else " up" if up else ""
+            text = f"{text}, at level {self.level} of {self.levels} ({where})"
+        return text
 
     def _describe(self) -> str:
         if self.source == "argument":
@@ -107,21 +121,31 @@ class Policy:
         self.unparsable = Behavior(unparsable)
         compiled = [(r, compile_conditions(r), compile_tool(r)) for r in self.rules]
         self._exact: dict[str, list[_Compiled]] = {}
-        self._patterns: list[tuple[Rule, ArgsMatcher, Any]] = []
+        patterns: list[tuple[Rule, Any, _Compiled]] = []
         for rule, body, names in compiled:
             if rule.kind is ToolKind.EXACT:
                 self._exact.setdefault(rule.tool, []).append((rule, body))
             else:
-                self._patterns.append((rule, body, names))
+                patterns.append((rule, names, (rule, body)))
+        self._patterns = ToolPatterns(patterns)
         self._cache: dict[str, tuple[OrderedRules, OrderedRules]] = {}
+        # Tools the rules name exactly get their indexes now, so their first check is warm.
+        self._known = {tool: self._build(tool) for tool in self._exact}
 
     def candidates(self, tool: str) -> tuple[OrderedRules, OrderedRules]:
         """``(denies, others)`` naming ``tool``, each in decision order (cached per tool)."""
-        found = self._cache.get(tool)
+        found = self._known.get(tool) or self._cache.get(tool)
         if found is not None:
             return found
+        found = self._build(tool)
+        if len(self._cache) >= _CACHE_LIMIT:
+            self._cache.clear()
+        self._cache[tool] = found
+        return found
+
+    def _build(self, tool: str) -> tuple[OrderedRules, OrderedRules]:
         named = list(self._exact.get(tool, ()))
-        named.extend((r, body) for r, body, names in self._patterns if names(tool))
+        named.extend(self._patterns.naming(tool))
         denies = [c for c in named if c[0].behavior is Behavior.DENY]
         others = [c for c in named if c[0].behavior is not Behavior.DENY]
         denies.sort(key=lambda c: (c[0].specificity(), -c[0].index), reverse=True)
@@ -129,11 +153,20 @@ class Policy:
             key=lambda c: (c[0].specificity(), c[0].behavior is Behavior.ASK, -c[0].index),
             reverse=True,
         )
-        if len(self._cache) >= _CACHE_LIMIT:
-            self._cache.clear()
-        found = (OrderedRules(denies), OrderedRules(others))
-        self._cache[tool] = found
-        return found
+        return self._ordered(tool, denies), self._ordered(tool, others)
+
+    def _ordered(self, tool: str, rules: list[_Compiled]) -> OrderedRules:
+        arguments = self.arguments
+        names = arguments.declared(tool)[1] if arguments and arguments.case_insensitive else ()
+        if not names:
+            return OrderedRules(rules)
+        # Paths ignore case: match folded rules against folded paths, name the rule as written.
+        folded = [(casefold_rule(rule, names), body) for rule, body in rules]
+        matched = [
+            (f, body if f is r else compile_conditions(f))
+            for (f, _), (r, body) in zip(folded, rules, strict=True)
+        ]
+        return OrderedRules(matched, [rule for rule, _ in rules])
 
     def evaluate(
         self,
@@ -208,17 +241,17 @@ class Policy:
             return remembered
         if views.problem:
             return Verdict(self.unparsable, None, "argument", views.problem)
-        strictest: Verdict | None = None
+        strictness, deciding, shown = -1, None, ""
         for view, detail in views.items:
             found = others.first(view) if others else None
-            if found is not None:
-                verdict = Verdict(found.behavior, found, "rule", detail)
-            else:
-                verdict = Verdict(self.default, None, "default", detail)
-            if strictest is None or _STRICTNESS[verdict.behavior] > _STRICTNESS[strictest.behavior]:
-                strictest = verdict
-        assert strictest is not None  # Views always carry at least one item here
-        return strictest
+            rank = _STRICTNESS[found.behavior if found is not None else self.default]
+            if rank > strictness:
+                strictness, deciding, shown = rank, found, detail
+                if rank == _STRICTNESS[Behavior.DENY]:
+                    break  # nothing is stricter
+        if deciding is None:
+            return Verdict(self.default, None, "default", shown)
+        return Verdict(deciding.behavior, deciding, "rule", shown)
 
     def explain(
         self,
