@@ -68,6 +68,7 @@ class Worker:
         per_agent: Mapping[str, int] | None = None,
         heartbeat_timeout: timedelta = timedelta(seconds=10),
         retry_delay: timedelta = timedelta(seconds=0.5),
+        poll: timedelta = timedelta(seconds=0.1),
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
@@ -78,6 +79,7 @@ class Worker:
         self.per_agent = dict(per_agent or {})
         self.heartbeat_timeout = heartbeat_timeout
         self.retry_delay = retry_delay
+        self.poll = poll
         self.live: dict[str, CancellationToken] = {}
         """Run id -> the token of a run this worker is running now."""
         self._slots = asyncio.Semaphore(concurrency)
@@ -108,7 +110,9 @@ class Worker:
             batch = 1
             try:
                 await qm.run(
-                    dequeue_timeout=timedelta(seconds=1),
+                    # pgqueuer waits this long between dequeues even with jobs queued once
+                    # a batch is dispatched; it bounds the latency from queued to started.
+                    dequeue_timeout=self.poll,
                     batch_size=batch,
                     max_concurrent_tasks=max(self.concurrency, 2 * batch),
                     heartbeat_timeout=self.heartbeat_timeout,
