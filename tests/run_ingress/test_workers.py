@@ -62,7 +62,7 @@ def _wait(schemas: Schemas, thread_id: str, run_id: str, phase: Phase, limit: fl
         snap, record = asyncio.run(_state(schemas, thread_id, run_id))
         if record is not None and record.phase is phase:
             return snap, record
-        if record is not None and record.phase is Phase.ENDED:
+        if record is not None and record.phase is Phase.ENDED and phase is not Phase.ENDED:
             raise AssertionError(f"run {run_id} ended {record.end_cause} before {phase.value}")
         time.sleep(0.1)
     raise AssertionError(f"run {run_id} never reached {phase.value} in {limit} s")
@@ -119,3 +119,28 @@ def test_a_worker_refuses_a_store_with_a_newer_schema(schemas: Schemas) -> None:
     assert worker.returncode == 1
     assert "awaken worker:" not in out
     assert f"version {SCHEMA_VERSION + 1}" in err and "error:" in err
+
+
+@pytest.mark.slow
+def test_a_cancel_reaches_a_run_on_another_workers_process(schemas: Schemas) -> None:
+    run_id = asyncio.run(_submit(schemas, "stepper", "t-cancel"))
+    worker = _start(schemas, "ingress_agents:configure", AWAKEN_INGRESS_STEP_S="1.0")
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # running on the worker, step 1 in flight
+            _, record = asyncio.run(_state(schemas, "t-cancel", run_id))
+            if record is not None and record.phase is Phase.RUNNING:
+                break
+            time.sleep(0.05)
+
+        async def cancel() -> None:
+            async with RunIngress(schemas.dsn, schema=schemas.queue) as ingress:
+                await ingress.cancel(run_id)
+
+        asyncio.run(cancel())
+        _, record = _wait(schemas, "t-cancel", run_id, Phase.ENDED, 30)
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)
+    assert record.end_cause.kind == "cancelled"
+    assert record.steps < 5
