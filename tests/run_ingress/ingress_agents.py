@@ -29,6 +29,7 @@ from awaken_runtime import (
     ScriptedExecutor,
     ScriptedTurn,
     Suspend,
+    SuspendCall,
     ToolCall,
     ToolCallContext,
     tool,
@@ -122,3 +123,29 @@ def configure_patient(builder: Any) -> None:
     builder.with_agent_spec(
         AgentConfig(id="patient", model_binding="m", tool_ids=["work"], plugin_ids=["later-three"])
     )
+
+
+@tool
+async def ask(question: str) -> str:
+    """Ask the user; the answer must come within ``AWAKEN_INGRESS_DEADLINE_S`` seconds."""
+    seconds = float(os.environ.get("AWAKEN_INGRESS_DEADLINE_S", "2"))
+    raise SuspendCall(
+        AwaitReason.USER_INPUT,
+        {"question": question},
+        deadline=datetime.now(UTC) + timedelta(seconds=seconds),
+    )
+
+
+def _ask_turn(request: Any) -> ScriptedTurn | str:
+    if any(m.role == "tool" for m in request.messages):
+        return "gave up"
+    return ScriptedTurn(tool_calls=[ToolCall(id="q1", name="ask", arguments={"question": "ok?"})])
+
+
+def configure_asking(builder: Any) -> None:
+    """``configure`` plus the ``asker`` agent, whose question has a deadline."""
+    configure(builder)
+    builder.with_model(ModelSpec(id="m-ask", provider="scripted-ask", model="s"))
+    builder.with_provider("scripted-ask", ScriptedExecutor([_ask_turn], repeat=True))
+    builder.with_tool(ask)
+    builder.with_agent_spec(AgentConfig(id="asker", model_binding="m-ask", tool_ids=["ask"]))

@@ -144,3 +144,19 @@ def test_a_cancel_reaches_a_run_on_another_workers_process(schemas: Schemas) -> 
         worker.wait(timeout=30)
     assert record.end_cause.kind == "cancelled"
     assert record.steps < 5
+
+
+@pytest.mark.slow
+def test_a_ticket_past_its_deadline_cancels_the_waiting_run(schemas: Schemas) -> None:
+    run_id = asyncio.run(_submit(schemas, "asker", "t-deadline"))
+    worker = _start(schemas, "ingress_agents:configure_asking", AWAKEN_INGRESS_DEADLINE_S="2")
+    try:
+        snap, _ = _wait(schemas, "t-deadline", run_id, Phase.WAITING, 60)
+        (ticket,) = snap.parked.tickets
+        _, record = _wait(schemas, "t-deadline", run_id, Phase.ENDED, 60)
+        ended_at = datetime.now(UTC)
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)
+    assert ticket.deadline is not None and ended_at >= ticket.deadline, "cancelled early"
+    assert record.end_cause.kind == "cancelled"
