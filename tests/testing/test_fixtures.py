@@ -40,8 +40,8 @@ class Counter(PluginBase, id="t-counter"):
 
     steps = StateKey("steps", int, default=0)
     scratch = StateKey("scratch", str, scope=Scope.RUN)
-    tools = [ping]
-    context_bands = {Band.SYSTEM}
+    tools = (ping,)
+    context_bands = (Band.SYSTEM,)
 
     @phase_hook("before_inference")
     def note(self, ctx):
@@ -63,7 +63,7 @@ class Sneaky(PluginBase, id="t-sneaky"):
 class Asker(PluginBase, id="t-asker"):
     """Asks before every ping."""
 
-    tools = [ping]
+    tools = (ping,)
 
     @tool_gate
     def ask(self, ctx, call):
@@ -121,7 +121,7 @@ def test_bound_violation_at_commit(awaken):
     assert rig.assert_bound_violation("again", "t-sneaky", match="writes thread:'not-mine'")
     with pytest.raises(AssertionError, match="bound of 't-sneaky' was exceeded, expected 'x'"):
         result.assert_bound_violation("x")
-    with pytest.raises(AssertionError, match="expected a natural end.*CapabilityBoundFailure"):
+    with pytest.raises(AssertionError, match=r"expected a natural end.*CapabilityBoundFailure"):
         result.assert_natural_end()
 
 
@@ -142,7 +142,7 @@ def test_bound_violation_at_resolve(awaken):
 
 def test_bound_violation_helper_fails_on_a_clean_run(awaken):
     rig = awaken.rig(Counter())
-    with pytest.raises(AssertionError, match="expected a capability-bound failure.*natural_end"):
+    with pytest.raises(AssertionError, match=r"expected a capability-bound failure.*natural_end"):
         rig.assert_bound_violation()
 
 
@@ -158,7 +158,7 @@ def test_suspension_and_resume(awaken):
     resumed = rig.resume_sync(ticket, Deny(reason="no"))
     resumed.assert_natural_end()
     assert resumed.text == "after" and len(resumed.requests) == 1
-    with pytest.raises(AssertionError, match="expected the run to wait.*natural_end"):
+    with pytest.raises(AssertionError, match=r"expected the run to wait.*natural_end"):
         resumed.assert_suspended()
 
 
@@ -180,7 +180,7 @@ def test_config_goes_to_the_first_plugin(awaken):
         """Greets."""
 
         config_model = Cfg
-        context_bands = {Band.SUFFIX}
+        context_bands = (Band.SUFFIX,)
 
         @phase_hook("before_inference")
         def greet(self, ctx):
@@ -194,5 +194,5 @@ def test_config_goes_to_the_first_plugin(awaken):
 
 
 def test_unknown_installed_id_says_what_is_installed(awaken):
-    with pytest.raises(LookupError, match="no installed plugin has id 'nope-nope'.*installed:"):
+    with pytest.raises(LookupError, match=r"no installed plugin has id 'nope-nope'.*installed:"):
         awaken.rig("nope-nope")

@@ -61,9 +61,9 @@ class Everything(PluginBase, id="everything", version="2.0.0"):
     steps = StateKey("steps", int, default=0)
     seen = StateKey("seen", list, default=[], scope=Scope.RUN)
     state_keys = ("profile:prefs",)
-    tools = [ping, extra]
-    context_bands = {"system", Band.SUFFIX}
-    inference_params = {"temperature"}
+    tools = (ping, extra)
+    context_bands = ("system", Band.SUFFIX)
+    inference_params = ("temperature",)
     narrows_tools = True
 
     @phase_hook(PhaseHookPoint.STEP_END)
@@ -247,7 +247,7 @@ def test_gate_blocks(make_runtime):
 
     rig = make_runtime([ScriptedTurn.call("ping"), "ok"], tools=[ping], plugins=[NoPing()])
     state = rig.runtime.run_sync("agent", "hi")
-    assert "no pinging" in [m for m in state.new_messages if m.role == "tool"][0].text
+    assert "no pinging" in next(m for m in state.new_messages if m.role == "tool").text
 
 
 # -- definition errors: raised by the class statement, naming the class -----------------
@@ -292,14 +292,14 @@ def test_bad_tools_and_config_model():
     with pytest.raises(PluginDefinitionError, match="neither a Tool nor a function"):
 
         class T2(PluginBase, id="t2"):
-            tools = [3]
+            tools = (3,)
 
     with pytest.raises(PluginDefinitionError, match="lists tool 'ping' twice"):
 
         class T3(PluginBase, id="t3"):
-            tools = [ping, ping]
+            tools = (ping, ping)
 
-    with pytest.raises(PluginDefinitionError, match="T4.config_model must be a pydantic"):
+    with pytest.raises(PluginDefinitionError, match=r"T4\.config_model must be a pydantic"):
 
         class T4(PluginBase, id="t4"):
             config_model = dict  # type: ignore[assignment]
@@ -307,7 +307,7 @@ def test_bad_tools_and_config_model():
     with pytest.raises(PluginDefinitionError, match="T5: invalid declaration"):
 
         class T5(PluginBase, id="t5"):
-            context_bands = {"nowhere"}
+            context_bands = ("nowhere",)
 
 
 def test_two_handlers_for_one_name():

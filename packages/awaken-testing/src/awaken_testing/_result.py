@@ -59,7 +59,9 @@ def key_name(key: KeyLike) -> str:
 def _describe(state: RunState) -> str:
     cause = state.end_cause
     if isinstance(cause, Error):
-        return f"{state.phase.value}, Error({type(cause.failure).__name__}): {cause.failure.message}"
+        return (
+            f"{state.phase.value}, Error({type(cause.failure).__name__}): {cause.failure.message}"
+        )
     if state.phase is Phase.WAITING:
         calls = ", ".join(f"{t.call.name} ({t.await_reason.value})" for t in state.tickets)
         return f"waiting on {calls}"
@@ -177,7 +179,5 @@ class RunResult:
         if await_reason is not None:
             reason = AwaitReason(await_reason)
             tickets = [t for t in tickets if t.await_reason is reason]
-            assert tickets, (
-                f"no call waits for {reason.value}; the run is {_describe(self.state)}"
-            )
+            assert tickets, f"no call waits for {reason.value}; the run is {_describe(self.state)}"
         return tickets[0]
