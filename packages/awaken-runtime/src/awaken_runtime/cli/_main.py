@@ -13,6 +13,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._new import add_new_command
+
 if TYPE_CHECKING:
     from ..plugins._discovery import Discovery
     from ..runtime._runtime import Runtime
@@ -326,9 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=_cmd_demo)
     plugins = sub.add_parser("plugins", help="list discovered plugins and load errors")
     plugins.add_argument("--json", action="store_true", help="machine-readable output")
-    plugins.add_argument(
-        "--check", action="store_true", help="resolve each plugin with its default config"
-    )
+    plugins.add_argument("--check", action="store_true", help="resolve each with its defaults")
     plugins.set_defaults(func=_cmd_plugins)
     run = sub.add_parser("run", help="run an agent from a TOML/JSON/YAML file or on a model")
     run.add_argument("--agent", help="agent file (may also hold [[models]])")
@@ -356,8 +356,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     resume.add_argument("--store", help="store URL (default: the one saved in the ticket file)")
     resume.set_defaults(func=_cmd_resume)
-    from ._new import add_new_command
-
     add_new_command(sub)
     _installed_commands(sub)
     return parser

@@ -146,8 +146,7 @@ def _reaction(result: Any, where: str) -> HookReaction | None:
         if all(isinstance(c, Command) for c in commands):
             return HookReaction(commands=commands)
     raise TypeError(
-        f"{where} returned {result!r}; return None, a HookReaction, a Command or a list of "
-        f"Commands"
+        f"{where} returned {result!r}; return None, a HookReaction, a Command or a list of Commands"
     )
 
 
