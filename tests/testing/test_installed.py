@@ -192,6 +192,9 @@ def test_third_party_plugin_in_twenty_lines(tmp_path: Path, wheels: Path) -> Non
     assert "writes thread:'elsewhere'" in failure["message"]
     assert probe["outside_committed"] is None  # failed closed
 
+    listing = _run([*_offline(), str(bin_dir / "awaken"), "plugins"], env)
+    assert "tally 1.0.0  [awaken-tally 1.0.0]" in listing  # the bound, before any resolve:
+    assert "bound: state=thread:tally.steps hooks=step_end" in listing
     check = _run([*_offline(), str(bin_dir / "awaken"), "plugins", "--check"], env)
     assert "ok   tally  [awaken-tally]" in check and "0 with problems" in check
     tests = _run(

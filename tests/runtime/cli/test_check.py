@@ -120,7 +120,38 @@ def test_good_plugins_pass(installed, capsys):
     code, out = _check(capsys)
     assert code == 0, out
     assert "ok   chk-good  [awaken-chk-good]" in out
+    assert "config: none (an agent's plugin_config table for it is refused)" in _only(out)
     assert "0 with problems" in out
+
+
+def test_warnings_while_resolving_are_notes(installed, capsys):
+    source = """
+import warnings
+from pydantic import BaseModel
+from awaken_runtime import PluginBase
+
+
+class Cfg(BaseModel):
+    level: int = 1
+    mode: str = "fast"
+
+
+class Warns(PluginBase, id="chk-warns"):
+    config_model = Cfg
+
+    def resolve(self, config):
+        warnings.warn("an optional extra is missing")
+        return super().resolve(config)
+"""
+    installed.add(
+        "awaken-chk-warns", {"chk-warns": "awk_chk_warns:Warns"}, {"awk_chk_warns": source}
+    )
+    installed.scan()
+    code, out = _check(capsys)
+    assert code == 0, out
+    section = _only(out)
+    assert "warned: an optional extra is missing" in section
+    assert "config: Cfg (level, mode)" in section
 
 
 @pytest.mark.parametrize(

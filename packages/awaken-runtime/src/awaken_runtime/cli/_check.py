@@ -4,7 +4,8 @@ Problems (exit status 1): an entry point that failed to import or register, a
 duplicate id, a manifest or config model that cannot be built, a ``resolve``
 that raises or returns something other than ``Contributions``, and
 contributions outside the plugin's ``CapabilityBound`` (what an agent would
-meet at resolve). Notes (exit status 0): a config model with required fields
+meet at resolve). Notes (exit status 0): the config model's fields, warnings the plugin gives
+when resolved, a config model with required fields
 (the plugin is then resolved only if defaults suffice) and bound entries the
 default config does not contribute (a bound wider than needed is allowed, but
 worth knowing).
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -100,14 +102,25 @@ def _check_plugin(plugin_id: str, plugin: Any, source: str) -> PluginCheck:
     except Exception as exc:
         check.problems.append(f"manifest raised {type(exc).__name__}: {exc}")
         return check
-    usable, config = _default_config(manifest.config_model, check)
+    model = manifest.config_model
+    if model is None:
+        check.notes.append("config: none (an agent's plugin_config table for it is refused)")
+    elif isinstance(model, type) and issubclass(model, BaseModel):
+        check.notes.append(
+            f"config: {model.__name__} ({', '.join(model.model_fields) or 'no fields'})"
+        )
+    usable, config = _default_config(model, check)
     if not usable:
         return check
     try:
-        contributions = plugin.resolve(config)
+        # Warnings a plugin gives when resolved (a missing optional extra, ...) are notes.
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            contributions = plugin.resolve(config)
     except Exception as exc:
         check.problems.append(f"resolve(default config) raised {type(exc).__name__}: {exc}")
         return check
+    check.notes.extend(f"warned: {w.message}" for w in caught)
     if not isinstance(contributions, Contributions):
         check.problems.append(
             f"resolve returned {type(contributions).__name__}, not awaken_runtime.Contributions"
