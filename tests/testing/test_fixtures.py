@@ -196,3 +196,29 @@ def test_config_goes_to_the_first_plugin(awaken):
 def test_unknown_installed_id_says_what_is_installed(awaken):
     with pytest.raises(LookupError, match=r"no installed plugin has id 'nope-nope'.*installed:"):
         awaken.rig("nope-nope")
+
+
+def test_an_installed_plugin_that_failed_to_load_says_so(awaken, monkeypatch):
+    from awaken_runtime import Discovery, PluginLoadError
+    from awaken_testing import _harness
+
+    broken = Discovery(failures=[PluginLoadError("t-broken", "awaken-t-broken", "boom")])
+    monkeypatch.setattr(_harness, "discover", lambda: broken)
+    with pytest.raises(LookupError, match=r"'t-broken' is installed but failed to load: .*boom"):
+        awaken.rig("t-broken")
+
+
+def test_a_hook_that_raises_is_a_plugin_failure_the_result_explains(awaken):
+    class Crashes(PluginBase, id="t-crashes"):
+        """Raises in its hook."""
+
+        @phase_hook("step_start")
+        def boom(self, ctx):
+            raise RuntimeError("hook crashed")
+
+    result = awaken.rig(Crashes()).run_sync()
+    with pytest.raises(AssertionError, match=r"PluginFailure.*hook crashed"):
+        result.assert_natural_end()
+    with pytest.raises(AssertionError, match="expected a capability-bound failure"):
+        result.assert_bound_violation()
+    assert result.delta() == {}
