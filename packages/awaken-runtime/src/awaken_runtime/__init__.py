@@ -29,6 +29,7 @@ if TYPE_CHECKING:
         StateValueError,
         ToolError,
         VersionConflict,
+        check_id,
     )
     from .agents._config import AgentConfig
     from .agents._resolve import CatalogFingerprint, ExecutableAgentSnapshot, ResolvedPlugin
@@ -151,6 +152,7 @@ if TYPE_CHECKING:
         RunEndGuard,
         RunInfo,
         StateKeyDecl,
+        ToolCatalog,
         ToolGateHook,
         ToolObserver,
     )
@@ -179,6 +181,7 @@ if TYPE_CHECKING:
         ThreadStore,
     )
     from .suspension._suspension import (
+        ANSWER_TO_TOOL,
         Approve,
         Decision,
         Deny,
@@ -215,6 +218,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "AGENT_RUN",
+    "ANSWER_TO_TOOL",
     "CONTEXT_MESSAGES",
     "INFERENCE_PARAMS",
     "LITELLM_PROVIDER",
@@ -362,6 +366,7 @@ __all__ = [
     "ToolCallContext",
     "ToolCallDone",
     "ToolCallReady",
+    "ToolCatalog",
     "ToolDescriptor",
     "ToolError",
     "ToolFailure",
@@ -374,6 +379,7 @@ __all__ = [
     "VersionConflict",
     "__version__",
     "action_handler",
+    "check_id",
     "discover",
     "effect_handler",
     "event_adapter",

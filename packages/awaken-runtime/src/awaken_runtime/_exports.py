@@ -24,6 +24,7 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
         "StateValueError",
         "ToolError",
         "VersionConflict",
+        "check_id",
     ),
     "agents._config": ("AgentConfig",),
     "agents._resolve": (
@@ -178,6 +179,7 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
         "RunInfo",
         "StateKeyDecl",
         "StopConditionHook",
+        "ToolCatalog",
         "ToolGateHook",
         "ToolObserver",
     ),
@@ -213,6 +215,7 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
         "ThreadStore",
     ),
     "suspension._suspension": (
+        "ANSWER_TO_TOOL",
         "Approve",
         "Decision",
         "Deny",

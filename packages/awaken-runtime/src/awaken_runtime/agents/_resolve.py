@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
@@ -236,9 +236,17 @@ def check_contributions(plugin_id: str, bound: CapabilityBound, c: Contributions
 
 
 def resolve_agent(
-    registries: Registries, agent_id: str, delegation_tool_id: str = AGENT_RUN
+    registries: Registries,
+    agent_id: str,
+    delegation_tool_id: str = AGENT_RUN,
+    catalogs: Mapping[str, Sequence[Tool]] | None = None,
 ) -> ResolvedAgent:
-    """Resolve ``agent_id``; errors name the missing id and list what is available."""
+    """Resolve ``agent_id``; errors name the missing id and list what is available.
+
+    ``catalogs`` holds, per plugin id, the tools a ``ToolCatalog`` plugin
+    listed for this agent (see ``runtime/_catalogs.py``); they count as that
+    plugin's contributions.
+    """
     config: AgentConfig = _lookup(agent_id, "agent", agent_id, registries.agents)
     model: ModelSpec = _lookup(agent_id, "model", config.model_binding, registries.models)
     if model.provider in registries.unavailable_providers:
@@ -279,7 +287,10 @@ def resolve_agent(
         manifest = plugin.manifest
         contributions = plugin.resolve(validated)
         check_contributions(pid, manifest.bound, contributions)
-        for t in contributions.tools:
+        listed = catalogs.get(pid, ()) if catalogs else ()
+        if listed and not manifest.bound.dynamic_tools:
+            raise CapabilityBoundError(pid, "dynamic_tools=True", "lists catalog tools")
+        for t in (*contributions.tools, *listed):
             tid = t.descriptor.id
             if tid in tools:
                 owner = resolved.tool_owner.get(tid, "the agent's tool_ids")

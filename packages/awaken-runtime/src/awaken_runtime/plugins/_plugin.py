@@ -43,6 +43,7 @@ __all__ = [
     "RunInfo",
     "StateKeyDecl",
     "StopConditionHook",
+    "ToolCatalog",
     "ToolGateHook",
     "ToolObserver",
 ]
@@ -250,4 +251,29 @@ class Plugin(Protocol):
 
     def resolve(self, config: Any) -> Contributions:
         """Contributions for one agent, given that agent's config for this plugin."""
+        ...
+
+
+@runtime_checkable
+class ToolCatalog(Protocol):
+    """A plugin whose tools live outside the process (e.g. on MCP servers).
+
+    Optional, next to :class:`Plugin`: before a run, a resume or a sub-agent
+    run of an agent that enables the plugin, the runtime awaits
+    ``catalog(config, owner)`` and resolves the agent with the tools it returns
+    as that plugin's contributions (the bound must allow ``dynamic_tools``).
+    Their descriptors are part of the snapshot and its fingerprint: when the
+    catalog changes, the agent is resolved again and tickets parked under the
+    old catalog are rejected. ``owner`` is the runtime asking: keep
+    connections per owner, and drop them in ``release(owner)``, which
+    ``Runtime.aclose()`` awaits. ``catalog`` is on the path of every run, so
+    it should answer from a cache unless something changed.
+    """
+
+    async def catalog(self, config: Any, owner: object) -> Sequence[Tool]:
+        """The plugin's tools for one agent's validated config, as of now."""
+        ...
+
+    async def release(self, owner: object) -> None:
+        """Close whatever the plugin holds for ``owner`` (idempotent)."""
         ...

@@ -21,6 +21,7 @@ from ..plugins._gates import AwaitReason
 from ..state._engine import Scope
 from ..stores._thread_store import ThreadSnapshot
 from ..suspension._suspension import (
+    ANSWER_TO_TOOL,
     Approve,
     Decision,
     Deny,
@@ -167,7 +168,9 @@ class Resumer:
                 calls.park(Parked(call, signal.await_reason, signal.payload))
                 return
             await calls.record(call, output, "success" if not output.is_error else "error", [])
-        elif isinstance(decision, Approve):
+        elif isinstance(decision, Approve) or (
+            isinstance(decision, Respond) and ticket.payload.get(ANSWER_TO_TOOL) is True
+        ):
             await calls.call(call, approved=True)
         elif isinstance(decision, Replay):
             replayed = call.model_copy(

@@ -22,7 +22,7 @@ from typing import Literal
 from .._errors import ToolError
 from ..lifecycle._events import ToolCallDone, ToolCallReady
 from ..lifecycle._failures import Cancelled, ToolFailure
-from ..messages._message import Message, ToolCall, new_id
+from ..messages._message import ContentPart, Message, ToolCall, new_id
 from ..messages._unicode import scrub_text
 from ..plugins._gates import AwaitReason, Block, Schedule, ShortCircuit, Suspend, winner
 from ..plugins._plugin import PhaseHookPoint
@@ -350,7 +350,9 @@ class ToolCallExecutor:
             Message(
                 id=new_id(),
                 role="tool",
-                content=content,
+                content=[ContentPart(type="text", text=content), *output.parts]
+                if output.parts
+                else content,
                 tool_call_id=call.id,
                 name=call.name,
                 metadata={"is_error": True} if is_error else {},

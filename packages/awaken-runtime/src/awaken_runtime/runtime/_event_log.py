@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..lifecycle._events import AgentEvent, RunFinish, StepEnd
+from ..lifecycle._events import AgentEvent, RunFinish, StepEnd, event_adapter
 
-__all__ = ["EventLog", "has_event_log"]
+__all__ = ["EventLog", "has_event_log", "read_events"]
 
 _SUPPORT: dict[type[Any], bool] = {}
 
@@ -28,6 +28,19 @@ def has_event_log(store: Any) -> bool:
             getattr(kind, "read_events", None)
         )
     return known
+
+
+async def read_events(store: Any, run_id: str, after: int) -> list[AgentEvent]:
+    """Every logged event of ``run_id`` with ``seq > after`` (none without an event log)."""
+    if not has_event_log(store):
+        return []
+    out: list[AgentEvent] = []
+    while True:
+        page = await store.read_events(run_id, after)
+        if not page:
+            return out
+        out.extend(event_adapter.validate_python(e.data) for e in page)
+        after = page[-1].seq
 
 
 class EventLog:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, cast
 
 from .._errors import AgentConfigError, check_id
@@ -18,8 +17,7 @@ from ..delegation._delegation import (
     NativeDelegationService,
     RunDelegationService,
 )
-from ..lifecycle._events import AgentEvent, event_adapter
-from ..lifecycle._failures import Phase
+from ..lifecycle._events import AgentEvent
 from ..lifecycle._run_state import RunState
 from ..messages._message import Message, new_id
 from ..plugins._discovery import Discovery
@@ -31,20 +29,20 @@ from ..stores._ports import PruneReport, Retention
 from ..stores._thread_store import ScopeBinding, ThreadStore
 from ..suspension._suspension import (
     Decision,
-    ParkedRun,
     ResumeRejected,
     ResumeTicket,
     ThreadBusy,
 )
 from ..tools._cancel import CancellationToken
-from ._event_log import EventLog, has_event_log
+from ._catalogs import Catalogs
+from ._completion import drive
+from ._event_log import EventLog, read_events
 from ._input import input_messages
-from ._recovery import recover, stranded, sweep
+from ._recovery import carry_on, recover, stranded, sweep
 from ._streaming import EventSink, stream_run
 from ._tickets import (
     TicketLike,
-    check_fingerprint,
-    check_tickets,
+    check_resume,
     load_parked,
     parse_decision,
     parse_ticket,
@@ -82,7 +80,10 @@ class Runtime:
         self.store: ThreadStore = store if store is not None else InMemoryStore()
         self.discovery = discovery
         self.ticket_secret = ticket_secret
+        self.progress_records = False
+        """Write each step's run record, so ``continue_run`` can pick a dead run up."""
         self._resolved: dict[str, ResolvedAgent] = {}
+        self._catalogs = Catalogs(registries, self)
         # Weak: a lock lives while a run holds it, so many threads do not pile up.
         self._thread_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
             weakref.WeakValueDictionary()
@@ -94,8 +95,22 @@ class Runtime:
     # -- resolution --------------------------------------------------------------
 
     def resolve(self, agent_id: str) -> ExecutableAgentSnapshot:
-        """The serializable snapshot of ``agent_id`` (raises on unknown ids or bad config)."""
+        """The snapshot of ``agent_id`` (raises on unknown ids or bad config); the tools of
+        ``ToolCatalog`` plugins are those last listed (:meth:`aresolve` lists them anew)."""
         return self._agent(agent_id).snapshot
+
+    async def aresolve(self, agent_id: str) -> ExecutableAgentSnapshot:
+        """Like :meth:`resolve`, after listing the agent's catalog tools anew."""
+        await self._refresh(agent_id)
+        return self._agent(agent_id).snapshot
+
+    async def _refresh(self, agent_id: str) -> None:
+        if await self._catalogs.refresh(agent_id):
+            self._resolved.pop(agent_id, None)
+
+    async def aclose(self) -> None:
+        """Release what plugins hold for this runtime (catalog connections); idempotent."""
+        await self._catalogs.aclose()
 
     def _agent(self, agent: str | ExecutableAgentSnapshot) -> ResolvedAgent:
         if isinstance(agent, ExecutableAgentSnapshot):
@@ -109,7 +124,9 @@ class Runtime:
             return resolved
         found = self._resolved.get(agent)
         if found is None:
-            found = resolve_agent(self.registries, agent, self.delegation.tool_id())
+            found = resolve_agent(
+                self.registries, agent, self.delegation.tool_id(), self._catalogs.listed(agent)
+            )
             self._resolved[agent] = found
         return found
 
@@ -124,7 +141,7 @@ class Runtime:
     ) -> AgentLoop:
         loop = AgentLoop(resolved, self.store, binding, run_id, cancel=cancel, emit=emit)
         ctx = loop.ctx
-        ctx.lease = lease
+        ctx.lease, ctx.progress = lease, self.progress_records
         ctx.ticket_secret = self.ticket_secret
         ctx.children = ChildRunner(self.delegation, ctx)
         ctx.cancel_child = self._cancel_child
@@ -169,6 +186,7 @@ class Runtime:
         check_id("profile id", profile_id)
         check_id("namespace", namespace)
         messages = input_messages(input)
+        await self._refresh(agent if isinstance(agent, str) else agent.config.id)
         resolved = self._agent(agent)
         binding = ScopeBinding(thread_id or new_id("thread_"), profile_id, namespace)
         async with (
@@ -205,18 +223,6 @@ class Runtime:
         return asyncio.run(self.run(agent, input, **kwargs))
 
     # -- resuming ----------------------------------------------------------------
-
-    def _check(
-        self, thread_id: str, parked: ParkedRun, tickets: Sequence[ResumeTicket]
-    ) -> ResolvedAgent:
-        """Validate tickets against the stored copies; raise ``ResumeRejected``."""
-        check_tickets(parked, thread_id, tickets)
-        try:
-            resolved = self._agent(parked.agent_id)
-        except Exception as exc:
-            raise ResumeRejected(f"agent {parked.agent_id!r} no longer resolves: {exc}") from None
-        check_fingerprint(parked, resolved.snapshot.fingerprint)
-        return resolved
 
     async def resume(
         self,
@@ -270,7 +276,8 @@ class Runtime:
         async with self._lock(thread_id), guard_lease(self.store, thread_id) as lease:
             # Check and claim against one load: the claim commits at its version.
             snapshot, parked = await load_parked(self.store, thread_id)
-            resolved = self._check(thread_id, parked, [t for t, _ in pairs])
+            await self._refresh(parked.agent_id)
+            resolved = check_resume(self._agent, thread_id, parked, [t for t, _ in pairs])
             if parent is not None and parent.inherited is not None:
                 resolved = resolved.with_inherited(parent.inherited)
             binding = ScopeBinding(thread_id, parked.profile_id, parked.namespace)
@@ -288,6 +295,7 @@ class Runtime:
 
     async def run_child(self, request: DelegationRequest, text: str) -> RunState:
         """Run a sub-agent for a parent run (used by the native delegation service)."""
+        await self._refresh(request.agent_id)
         resolved = self._agent(request.agent_id)
         if request.inherited is not None:
             resolved = resolved.with_inherited(request.inherited)
@@ -332,6 +340,20 @@ class Runtime:
             legs.restore(snapshot, parked)
             return await legs.cancel_parked(parked)
 
+    async def continue_run(
+        self,
+        thread_id: str,
+        *,
+        profile_id: str = "default",
+        namespace: str = "default",
+        cancel: CancellationToken | None = None,
+        on_event: EventSink | None = None,
+    ) -> RunState | None:
+        """Continue the run a dead process left RUNNING, from its last committed step
+        (``None`` if there is none); see ``_recovery.carry_on``."""
+        binding = ScopeBinding(thread_id, profile_id, namespace)
+        return await carry_on(self, binding, cancel, on_event)
+
     async def recover_abandoned(self, thread_ids: Iterable[str] | None = None) -> list[str]:
         """End (``Error(AbandonedFailure)``) the runs dead processes left on the threads
         (default: all) whose lease lapsed; returns their ids. See ``_recovery.sweep``."""
@@ -356,20 +378,7 @@ class Runtime:
         Scheduled calls are resumed when due (this coroutine sleeps until then).
         If ``on_await`` returns ``None`` the run is returned still waiting.
         """
-        state = await self.run(agent, input, on_event=on_event, **kwargs)
-        while state.phase is Phase.WAITING and state.tickets:
-            ticket = state.tickets[0]
-            decision = on_await(ticket)
-            if inspect.isawaitable(decision):
-                decision = await decision
-            if decision is None:
-                return state
-            if ticket.not_before is not None:
-                delay = (ticket.not_before - datetime.now(UTC)).total_seconds()
-                if delay > 0:
-                    await asyncio.sleep(delay)
-            state = await self.resume(ticket, decision, on_event=on_event)
-        return state
+        return await drive(self, agent, input, on_await, on_event, **kwargs)
 
     async def stream_resume(
         self, ticket: TicketLike, decision: Decision, **kwargs: Any
@@ -387,12 +396,4 @@ class Runtime:
         Events of streamed runs are logged at every step boundary by stores
         with an event log (all built-in ones); other stores return nothing.
         """
-        if not has_event_log(self.store):
-            return []
-        out: list[AgentEvent] = []
-        while True:
-            page = await self.store.read_events(run_id, after)  # type: ignore[attr-defined]
-            if not page:
-                return out
-            out.extend(event_adapter.validate_python(e.data) for e in page)
-            after = page[-1].seq
+        return await read_events(self.store, run_id, after)

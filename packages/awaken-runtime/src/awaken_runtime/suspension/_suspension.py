@@ -24,6 +24,7 @@ from ..models._model import TokenUsage
 from ..plugins._gates import AwaitReason
 
 __all__ = [
+    "ANSWER_TO_TOOL",
     "Approve",
     "Decision",
     "Deny",
@@ -38,11 +39,18 @@ __all__ = [
 ]
 
 
+ANSWER_TO_TOOL = "answer_to_tool"
+"""``SuspendCall`` payload key: ``True`` makes a ``Respond`` run the tool again with
+``ctx.decision`` set to it (the tool uses the answer) instead of being the result."""
+
+
 class SuspendCall(Exception):
     """Raise from a tool to park its call until a decision arrives.
 
     ``payload`` is JSON data shown to whoever decides (a question, a form).
-    A ``Respond(value)`` decision then becomes the call's result.
+    A ``Respond(value)`` decision then becomes the call's result; with
+    ``payload[ANSWER_TO_TOOL] = True`` the tool runs again instead, with
+    ``ctx.decision`` that ``Respond`` (e.g. a form a remote tool asked for).
     """
 
     def __init__(
