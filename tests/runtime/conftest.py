@@ -181,3 +181,54 @@ def hook() -> Callable[..., Any]:
 def rx() -> Callable[..., HookReaction]:
     """``rx(*commands, messages=..., stop=...)``: a HookReaction."""
     return reaction
+
+
+class InstalledDists:
+    """Fake installed distributions: ``*.dist-info`` folders and modules on ``sys.path``.
+
+    ``importlib.metadata`` sees them like pip-installed ones; ``scan()``
+    re-runs discovery. The fixture undoes ``sys.path`` and rescans afterwards.
+    """
+
+    def __init__(self, root: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.root = root
+        self.modules: list[str] = []
+        root.mkdir(parents=True, exist_ok=True)
+        monkeypatch.syspath_prepend(str(root))
+        monkeypatch.delenv("AWAKEN_DISABLE_PLUGINS", raising=False)
+
+    def add(self, dist: str, entry_points: dict[str, str], modules: dict[str, str]) -> None:
+        import importlib
+        import textwrap
+
+        info = self.root / f"{dist.replace('-', '_')}-1.0.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0.0\n")
+        lines = ["[awaken]", *(f"{name} = {target}" for name, target in entry_points.items())]
+        (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
+        for module, source in modules.items():
+            (self.root / f"{module}.py").write_text(textwrap.dedent(source))
+            self.modules.append(module)
+        importlib.invalidate_caches()
+
+    def scan(self) -> Any:
+        import awaken_runtime
+
+        return awaken_runtime.discover(refresh=True)
+
+
+@pytest.fixture
+def installed(tmp_path, monkeypatch):
+    """``installed.add(dist, {entry point: target}, {module: source})``, then ``scan()``."""
+    import importlib
+    import sys
+
+    import awaken_runtime
+
+    dists = InstalledDists(tmp_path / "site", monkeypatch)
+    yield dists
+    monkeypatch.undo()
+    for module in dists.modules:
+        sys.modules.pop(module, None)
+    importlib.invalidate_caches()
+    awaken_runtime.discover(refresh=True)

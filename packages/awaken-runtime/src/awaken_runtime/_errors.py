@@ -12,6 +12,7 @@ __all__ = [
     "DuplicateIdError",
     "InvalidId",
     "InvalidInput",
+    "PluginDefinitionError",
     "PluginLoadError",
     "ResolutionError",
     "StateConflictError",
@@ -81,6 +82,10 @@ class ResolutionError(AwakenError):
         super().__init__(
             f"agent {agent_id!r} names unknown {kind} {missing!r}; registered {kind}s: {shown}"
         )
+
+
+class PluginDefinitionError(AwakenError, TypeError):
+    """A ``PluginBase`` subclass declares something invalid (raised when the class is defined)."""
 
 
 class PluginLoadError(AwakenError):

@@ -13,6 +13,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._new import add_new_command
+
 if TYPE_CHECKING:
     from ..plugins._discovery import Discovery
     from ..runtime._runtime import Runtime
@@ -148,6 +150,10 @@ def _plugins_json(found: Discovery) -> dict[str, Any]:
 def _cmd_plugins(args: argparse.Namespace) -> int:
     from ..plugins._discovery import DISABLE_ENV, discover
 
+    if args.check:
+        from ._check import cmd_check
+
+        return cmd_check(args)
     found = discover()
     if args.json:
         _write(json.dumps(_plugins_json(found), indent=2) + "\n")
@@ -322,6 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=_cmd_demo)
     plugins = sub.add_parser("plugins", help="list discovered plugins and load errors")
     plugins.add_argument("--json", action="store_true", help="machine-readable output")
+    plugins.add_argument("--check", action="store_true", help="resolve each with its defaults")
     plugins.set_defaults(func=_cmd_plugins)
     run = sub.add_parser("run", help="run an agent from a TOML/JSON/YAML file or on a model")
     run.add_argument("--agent", help="agent file (may also hold [[models]])")
@@ -349,6 +356,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     resume.add_argument("--store", help="store URL (default: the one saved in the ticket file)")
     resume.set_defaults(func=_cmd_resume)
+    add_new_command(sub)
     _installed_commands(sub)
     return parser
 

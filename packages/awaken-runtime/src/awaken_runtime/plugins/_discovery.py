@@ -1,7 +1,8 @@
 """Finding plugins, tools and providers that installed distributions publish.
 
 Every entry point of the ``awaken`` group names a module implementing hooks
-from :mod:`awaken_runtime.hookspecs`. Modules are loaded lazily, once per
+from :mod:`awaken_runtime.hookspecs`, or directly one plugin: a class
+(``my_pkg:MyPlugin``, created without arguments) or object. Modules are loaded lazily, once per
 process. Each entry point is isolated: if its import, its hook validation or
 one of its hooks raises, everything it registered is dropped, the failure is
 recorded (``awaken plugins`` lists it) and the other entry points are
@@ -97,19 +98,13 @@ def _scan(entry_points: list[metadata.EntryPoint]) -> Discovery:
         label = dist_name or ep.name
         staged: list[tuple[str, str, Any]] = []
         try:
-            module = ep.load()
-            pm.register(module, name=f"{ep.name}@{label}")
-            for caller in pm.get_hookcallers(module) or ():
-                if not caller.has_spec():
-                    raise TypeError(
-                        f"module {module.__name__!r} implements {caller.name!r}, which is not "
-                        f"an awaken hook; known hooks: {', '.join(_HOOKS)}"
-                    )
-            for hook_name in _HOOKS:
-                caller = getattr(pm.hook, hook_name)
-                for impl in caller.get_hookimpls():
-                    if impl.plugin is module:
-                        impl.function(register=_recorder(hook_name, staged))
+            loaded = ep.load()
+            direct = _direct_plugin(ep, loaded)
+            if direct is not None:
+                staged.append(("plugins", direct.manifest.id, direct))
+            else:
+                pm.register(loaded, name=f"{ep.name}@{label}")
+                _run_hooks(pm, loaded, staged)
         except Exception as exc:  # isolate every entry point from the others
             found.failures.append(PluginLoadError(ep.name, dist_name, exc))
             continue
@@ -132,6 +127,43 @@ def _scan(entry_points: list[metadata.EntryPoint]) -> Discovery:
             owners[key] = label
             registry[item_id] = Discovered(value, ep.name, dist_name, dist_version)
     return found
+
+
+def _run_hooks(pm: pluggy.PluginManager, module: Any, staged: list[tuple[str, str, Any]]) -> None:
+    for caller in pm.get_hookcallers(module) or ():
+        if not caller.has_spec():
+            raise TypeError(
+                f"module {module.__name__!r} implements {caller.name!r}, which is not "
+                f"an awaken hook; known hooks: {', '.join(_HOOKS)}"
+            )
+    for hook_name in _HOOKS:
+        caller = getattr(pm.hook, hook_name)
+        for impl in caller.get_hookimpls():
+            if impl.plugin is module:
+                impl.function(register=_recorder(hook_name, staged))
+
+
+def _direct_plugin(ep: metadata.EntryPoint, loaded: Any) -> Plugin | None:
+    """The plugin an entry point names directly (``pkg.mod:MyPlugin``), else ``None``.
+
+    A class is instantiated without arguments; a module goes through the hooks.
+    """
+    if not ep.attr:
+        return None
+    if isinstance(loaded, type):
+        try:
+            loaded = loaded()
+        except TypeError as exc:
+            raise TypeError(
+                f"entry point {ep.value!r} names class {loaded.__qualname__}, which cannot be "
+                f"created without arguments ({exc}); name an instance or a hooks module instead"
+            ) from None
+    if not isinstance(loaded, Plugin):
+        raise TypeError(
+            f"entry point {ep.value!r} names {loaded!r}, which is neither a hooks module nor a "
+            f"plugin (a class or object with manifest and resolve)"
+        )
+    return loaded
 
 
 def _recorder(hook_name: str, staged: list[tuple[str, str, Any]]) -> Callable[..., None]:
