@@ -64,6 +64,7 @@ if TYPE_CHECKING:
         LeaseLostFailure,
         MaxSteps,
         NaturalEnd,
+        OutputFailure,
         Phase,
         PluginFailure,
         ProviderFailure,
@@ -85,22 +86,23 @@ if TYPE_CHECKING:
         TokenUsage,
     )
     from .models._scripted import ScriptedExecutor, ScriptedTurn, ScriptExhausted
-    from .models.litellm._errors import (
-        LiteLLMNotInstalled,
+    from .models._errors import (
+        ErrorClass,
         ProviderAuthError,
         ProviderBadRequest,
+        ProviderConnectionError,
+        ProviderContentFiltered,
+        ProviderContextLength,
         ProviderError,
         ProviderRateLimited,
         ProviderTimeout,
         ProviderUnavailable,
         UnknownModelError,
     )
-    from .models.litellm._executor import (
-        LITELLM_PROVIDER,
-        LiteLLMExecutor,
-        RetryPolicy,
-        litellm_pricing,
-    )
+    from .models._output import OutputSpec
+    from .models.litellm._errors import LiteLLMNotInstalled
+    from .models.litellm._executor import LITELLM_PROVIDER, LiteLLMExecutor, litellm_pricing
+    from .models.litellm._retry import RetryPolicy
     from .plugins._actions import ActionHandler, EffectHandler, ScheduledAction
     from .plugins._context import (
         CONTEXT_MESSAGES,
@@ -287,6 +289,12 @@ __all__ = [
     "PluginManifest",
     "Pricing",
     "ProviderAuthError",
+    "ErrorClass",
+    "ProviderConnectionError",
+    "ProviderContentFiltered",
+    "ProviderContextLength",
+    "OutputSpec",
+    "OutputFailure",
     "ProviderBadRequest",
     "ProviderError",
     "ProviderFailure",

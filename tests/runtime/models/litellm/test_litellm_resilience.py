@@ -124,7 +124,7 @@ async def test_5xx_retries_exhausted_fail_naming_attempts(
     finish, _ = await _finish(build_runtime(LiteLLMExecutor(retry=fast_retry)))
     failure = _failure(finish)
     assert len(server.requests) == 4
-    assert failure.provider == "litellm"
+    assert failure.provider == "openai"  # the upstream, not the executor
     assert failure.model == "openai/local-model"
     assert "ProviderUnavailable" in failure.message
     assert "gave up after 4 attempts" in failure.message
@@ -189,7 +189,7 @@ async def test_401_fails_fast_naming_the_key_variable(
     finish, _ = await _finish(build_runtime(LiteLLMExecutor(retry=fast_retry, sleep=sleeps)))
     failure = _failure(finish)
     assert len(server.requests) == 1 and sleeps.delays == []
-    assert failure.provider == "litellm"
+    assert failure.provider == "openai"  # the upstream, not the executor
     assert failure.model == "openai/local-model"
     assert failure.message.startswith("ProviderAuthError: openai model 'openai/local-model'")
     assert "Incorrect API key provided" in failure.message

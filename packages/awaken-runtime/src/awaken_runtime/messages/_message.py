@@ -64,6 +64,9 @@ class ToolCall(BaseModel):
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
     parse_error: str | None = None
+    raw_arguments: str | None = None
+    """The model's argument text when it did not parse (sent back to the provider
+    verbatim, so the model sees what it wrote)."""
 
 
 class ContentPart(BaseModel):
@@ -144,7 +147,9 @@ def to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
                     "type": "function",
                     "function": {
                         "name": call.name,
-                        "arguments": json.dumps(call.arguments, ensure_ascii=False),
+                        "arguments": json.dumps(call.arguments, ensure_ascii=False)
+                        if call.raw_arguments is None
+                        else call.raw_arguments,
                     },
                 }
                 for call in msg.tool_calls

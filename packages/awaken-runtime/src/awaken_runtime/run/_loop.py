@@ -51,6 +51,7 @@ from ._run_context import Emit, RunContext
 from ._signals import End, lease_lost, log
 from ._stop import StopTracker
 from ._tool_calls import ToolCallExecutor
+from ._truncation import truncated
 
 if TYPE_CHECKING:
     from ..agents._resolve import ResolvedAgent
@@ -164,8 +165,9 @@ class AgentLoop:
             step_cost = response.cost  # the provider's own price table, if it knew the model
         if step_cost is not None:
             ctx.cost = (ctx.cost or 0.0) + step_cost
-        reasoning = response.reasoning
-        metadata: dict[str, object] = {"reasoning": reasoning} if reasoning else {}
+        metadata: dict[str, object] = {"finish_reason": response.finish_reason}
+        if reasoning := response.reasoning:
+            metadata["reasoning"] = reasoning
         if renamed:
             metadata[PROVIDER_CALL_IDS] = renamed
         ctx.transcript.append(
@@ -187,12 +189,18 @@ class AgentLoop:
         if clear or not phases.idle(_AFTER_INFERENCE):
             await phases.phase(_AFTER_INFERENCE, clear, response=response)
         phases.boundary()
-        if tool_calls:
+        output = ctx.output
+        if tool_calls and (output is None or not output.claims(tool_calls)):
             await self.calls.run_calls(tool_calls)
             if ctx.held and not ctx.parked:
                 ctx.release_held()
             return None
-        ctx.final_text = response.text
+        final = output.settle(ctx, text, tool_calls) if output is not None else ctx.continued + text
+        if final is None:
+            return None  # an invalid result: the model fixes it next step
+        if response.finish_reason == "length" and output is None:
+            return truncated(ctx, text)
+        ctx.final_text = final
         steer = await run_end_guards(ctx, phases)
         if steer is None:
             return NaturalEnd()
@@ -221,6 +229,8 @@ class AgentLoop:
                     step=ctx.step,
                     usage=ctx.step_usage,
                     state_delta=ctx.step_delta,
+                    finish_reason=ctx.finish_reason,
+                    model=ctx.answered_by,
                 )
             )
         phases.boundary()

@@ -22,6 +22,7 @@ from ..lifecycle._events import AgentEvent, event_adapter
 from ..lifecycle._failures import Phase
 from ..lifecycle._run_state import RunState
 from ..messages._message import Message, new_id
+from ..models._warm import warm_up
 from ..plugins._discovery import Discovery
 from ..run._loop import AgentLoop
 from ..run._resume import Resumer
@@ -136,10 +137,7 @@ class Runtime:
         return loop
 
     def _lock(self, thread_id: str) -> asyncio.Lock:
-        lock = self._thread_locks.get(thread_id)
-        if lock is None:
-            lock = self._thread_locks[thread_id] = asyncio.Lock()
-        return lock
+        return self._thread_locks.setdefault(thread_id, asyncio.Lock())
 
     # -- running -----------------------------------------------------------------
 
@@ -333,9 +331,12 @@ class Runtime:
             return await legs.cancel_parked(parked)
 
     async def recover_abandoned(self, thread_ids: Iterable[str] | None = None) -> list[str]:
-        """End (``Error(AbandonedFailure)``) the runs dead processes left on the threads
-        (default: all) whose lease lapsed; returns their ids. See ``_recovery.sweep``."""
+        """End the runs dead processes left on ``thread_ids`` (default: all); see ``sweep``."""
         return await sweep(self, thread_ids)
+
+    async def warm_up(self) -> None:
+        """Let every provider with a ``warm_up`` load itself (off the event loop) now."""
+        await warm_up(self.registries.providers.values())
 
     async def prune(self, older_than: datetime | timedelta) -> PruneReport:
         """:meth:`recover_abandoned`, then the store's ``prune`` (which keeps live runs)."""

@@ -10,13 +10,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
+import logging
 import os
-import random
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
-from ...messages._message import to_openai
+from .._errors import ProviderError
 from .._model import (
     InferenceRequest,
     InferenceResponse,
@@ -25,19 +24,22 @@ from .._model import (
     StreamDelta,
     TokenUsage,
 )
-from ._errors import LiteLLMNotInstalled, ProviderAuthError, ProviderError, classify
+from ._errors import LiteLLMNotInstalled, classify
+from ._request import completion_kwargs
+from ._retry import RetryPolicy
 from ._stream import StreamAssembler
 
-__all__ = ["LITELLM_PROVIDER", "LiteLLMExecutor", "RetryPolicy", "litellm_pricing"]
+__all__ = ["LITELLM_PROVIDER", "LiteLLMExecutor", "import_litellm", "litellm_pricing"]
 
 LITELLM_PROVIDER = "litellm"
 """The provider id ``awaken run`` registers :class:`LiteLLMExecutor` under."""
 
 DEFAULT_TIMEOUT_S = 600.0
-_NO_KEY = "sk-no-key-required"
+log = logging.getLogger("awaken_runtime.litellm")
 _BACKSTOP_S = 30.0
 
 _litellm: Any = None
+_warmed = False
 
 
 def import_litellm() -> Any:
@@ -54,42 +56,23 @@ def import_litellm() -> Any:
     return _litellm
 
 
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    """Retries for rate limits, timeouts, 5xx and dropped connections.
-
-    Attempt ``n`` (from 0) waits ``min(max_delay_s, initial_delay_s * multiplier**n)``
-    scaled down by up to ``jitter`` (0.5: a random 50-100% of it). A ``Retry-After``
-    from the provider is honoured as given, unless it exceeds ``max_retry_after_s``:
-    then the run fails instead of waiting that long. Auth errors, bad requests and
-    unknown models are never retried, nor is a failure after output was streamed.
-    """
-
-    max_retries: int = 3
-    initial_delay_s: float = 0.5
-    multiplier: float = 2.0
-    max_delay_s: float = 20.0
-    jitter: float = 0.5
-    max_retry_after_s: float = 60.0
-
-    def __post_init__(self) -> None:
-        if self.max_retries < 0 or self.initial_delay_s < 0 or self.max_delay_s < 0:
-            raise ValueError("RetryPolicy: max_retries and delays must not be negative")
-        if self.multiplier < 1:
-            raise ValueError("RetryPolicy: multiplier must be at least 1")
-        if not 0 <= self.jitter <= 1:
-            raise ValueError("RetryPolicy: jitter must be between 0 and 1")
-        if self.max_retry_after_s < 0:
-            raise ValueError("RetryPolicy: max_retry_after_s must not be negative")
-
-    def delay(self, attempt: int, retry_after: float | None = None) -> float | None:
-        """Seconds to wait before retry ``attempt`` (0-based), or ``None`` to give up."""
-        if attempt >= self.max_retries:
-            return None
-        if retry_after is not None:
-            return retry_after if retry_after <= self.max_retry_after_s else None
-        base = min(self.max_delay_s, self.initial_delay_s * self.multiplier**attempt)
-        return base * (1 - self.jitter * random.random())
+def _warm() -> Any:
+    """Import litellm and load what its first completion would load lazily (blocking)."""
+    global _warmed
+    litellm = import_litellm()
+    if not _warmed:
+        # A mocked call (no network) loads the modules a real first call imports on
+        # the event loop; the OpenAI client's own are imported by hand.
+        with contextlib.suppress(Exception):
+            importlib.import_module("openai")
+            importlib.import_module("litellm.llms.openai.openai")
+            litellm.completion(
+                model="openai/warm-up",
+                messages=[{"role": "user", "content": "hi"}],
+                mock_response="ok",
+            )
+        _warmed = True
+    return litellm
 
 
 def litellm_pricing(model: str) -> Pricing | None:
@@ -108,10 +91,6 @@ def litellm_pricing(model: str) -> Pricing | None:
         output_per_mtok=(out or 0.0) * 1e6,
         cached_input_per_mtok=cached * 1e6 if cached is not None else None,
     )
-
-
-def _needs_placeholder(key_env: str | None) -> bool:
-    return key_env is not None and not os.environ.get(key_env)
 
 
 class LiteLLMExecutor:
@@ -137,6 +116,7 @@ class LiteLLMExecutor:
         self._sleep = sleep
         self._pricing: dict[str, Pricing | None] = {}
         self._key_env: dict[str, str] = {}
+        self._native: dict[str, bool] = {}
 
     # -- request -----------------------------------------------------------------
 
@@ -157,51 +137,26 @@ class LiteLLMExecutor:
                 self._key_env[model] = name
         return name
 
+    def _native_output(self, litellm: Any, model: str, spec: ModelSpec) -> bool:
+        """Whether ``model`` takes a JSON-schema response format (litellm's table says)."""
+        if spec.native_output is not None:
+            return spec.native_output
+        known = self._native.get(model)
+        if known is None:
+            try:
+                known = bool(litellm.supports_response_schema(model=model))
+            except Exception:  # an unmapped model: use the final-result tool
+                known = False
+            self._native[model] = known
+        return known
+
     def _kwargs(self, request: InferenceRequest, litellm: Any) -> dict[str, Any]:
         spec = request.model
-        kwargs: dict[str, Any] = {
-            "model": spec.model,
-            "messages": to_openai(request.messages),
-            "stream": True,
-            "stream_options": {"include_usage": True},
-            "timeout": spec.timeout_s or self.timeout_s,
-            "max_retries": 0,  # retries are ours: the SDK's would hide Retry-After
-        }
-        if request.tools:
-            kwargs["tools"] = [tool.to_openai() for tool in request.tools]
-        params = request.params
-        if params.temperature is not None:
-            kwargs["temperature"] = params.temperature
-        if params.top_p is not None:
-            kwargs["top_p"] = params.top_p
-        if params.max_output_tokens is not None:
-            kwargs["max_tokens"] = params.max_output_tokens
-        if params.reasoning_effort is not None:
-            kwargs["reasoning_effort"] = params.reasoning_effort
-        if params.stop:
-            kwargs["stop"] = list(params.stop)
-        if spec.api_base:
-            kwargs["api_base"] = spec.api_base
-        if spec.api_key_env:
-            key = os.environ.get(spec.api_key_env)
-            if not key:
-                raise self._error(
-                    spec,
-                    f"the environment variable {spec.api_key_env} (api_key_env of model spec "
-                    f"{spec.id!r}) is not set; export it with the provider's API key",
-                )
-            kwargs["api_key"] = key
-        elif spec.api_base and _needs_placeholder(self._conventional_key_env(litellm, spec.model)):
-            # A local OpenAI-compatible server (Ollama, vLLM, llama.cpp) usually wants no
-            # key, but the OpenAI client refuses to run without one.
-            kwargs["api_key"] = _NO_KEY
-        kwargs.update(spec.extra)
-        return kwargs
-
-    @staticmethod
-    def _error(spec: ModelSpec, text: str) -> ProviderError:
-        return ProviderAuthError(
-            f"model {spec.model!r}: {text}", provider=spec.provider, model=spec.model
+        return completion_kwargs(
+            request,
+            timeout_s=self.timeout_s,
+            native_output=lambda: self._native_output(litellm, spec.model, spec),
+            key_env=lambda: self._conventional_key_env(litellm, spec.model),
         )
 
     # -- cost ----------------------------------------------------------------------
@@ -219,14 +174,55 @@ class LiteLLMExecutor:
 
     # -- streaming -----------------------------------------------------------------
 
+    async def warm_up(self) -> None:
+        """Import litellm and run its first-call setup in a worker thread.
+
+        Both take seconds and would otherwise block the event loop during the
+        first inference; ``Runtime.warm_up`` calls this at start.
+        """
+        await asyncio.to_thread(_warm)
+
     async def stream(
         self, request: InferenceRequest
     ) -> AsyncIterator[StreamDelta | InferenceResponse]:
-        """Stream one inference, retrying transient failures that happen before any output."""
-        litellm = import_litellm()
+        """Stream one inference, retrying transient failures that happen before any output.
+
+        After the retries, a failure whose class is in the spec's ``fallback_on``
+        moves on to the next of its ``fallbacks``; the response names the model
+        that answered.
+        """
+        litellm = _litellm or await asyncio.to_thread(_warm)
         spec = request.model
         kwargs = self._kwargs(request, litellm)
+        names = (spec.model, *spec.fallbacks)
+        attempts = 0
+        for n, name in enumerate(names):
+            kwargs["model"] = name
+            try:
+                async for item in self._retrying(litellm, spec, kwargs, attempts):
+                    if isinstance(item, InferenceResponse):
+                        attempts = 0
+                        model = spec if name == spec.model else spec.model_copy(update={"model": name})
+                        item = item.model_copy(
+                            update={"cost": self.cost(model, item.usage), "model": name}
+                        )
+                    yield item
+                return
+            except ProviderError as error:
+                attempts = error.attempts
+                if n + 1 == len(names) or error.error_class not in spec.fallback_on:
+                    raise
+                log.warning("model %s failed (%s); falling back to %s", name, error, names[n + 1])
+
+    async def _retrying(
+        self, litellm: Any, spec: ModelSpec, kwargs: dict[str, Any], before: int
+    ) -> AsyncGenerator[StreamDelta | InferenceResponse, None]:
+        """One model's attempts; ``before`` counts the requests earlier models made."""
         timeout = float(kwargs["timeout"])
+        name = kwargs["model"]
+        if name != spec.model:
+            spec = spec.model_copy(update={"model": name})
+        policy = self.retry
         attempt = 0
         while True:
             emitted = False
@@ -234,18 +230,24 @@ class LiteLLMExecutor:
             try:
                 async with contextlib.aclosing(self._attempt(litellm, kwargs, timeout)) as items:
                     async for item in items:
-                        if isinstance(item, InferenceResponse):
-                            item = item.model_copy(update={"cost": self.cost(spec, item.usage)})
                         emitted = True
                         yield item
                 return
             except Exception as exc:
                 error = self._classify(exc, litellm, spec, timeout)
-                error.attempts = attempt + 1
+                error.attempts = before + attempt + 1
+                after = error.retry_after
                 if error.retryable and not emitted:
-                    wait = self.retry.delay(attempt, error.retry_after)
+                    if policy.too_long(after):
+                        error.args = (
+                            f"{error.args[0]} (the provider asked to retry after {after:g}s, "
+                            f"more than RetryPolicy.max_retry_after_s={policy.max_retry_after_s:g}"
+                            f"s; raise max_retry_after_s to wait that long)",
+                        )
+                    else:
+                        wait = policy.delay(attempt, after)
                 if wait is None:
-                    if attempt:
+                    if attempt and not policy.too_long(after):
                         error.args = (f"{error.args[0]} (gave up after {attempt + 1} attempts)",)
                     if error is exc:
                         raise
