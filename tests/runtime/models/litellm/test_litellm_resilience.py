@@ -19,6 +19,8 @@ from awaken_runtime import (
     NaturalEnd,
     ProviderAuthError,
     ProviderBadRequest,
+    ProviderConnectionError,
+    ProviderContextLength,
     ProviderError,
     ProviderFailure,
     ProviderRateLimited,
@@ -288,6 +290,7 @@ async def test_connection_refused_is_unavailable(local_spec: Any, fast_retry: Re
     with pytest.raises(ProviderUnavailable) as info:
         await _stream(LiteLLMExecutor(retry=fast_retry, sleep=sleeps), spec)
     assert info.value.attempts == 4
+    assert info.value.error_class == "connection" and info.value.status is None
     assert len(sleeps.delays) == 3
 
 
@@ -334,9 +337,9 @@ def _litellm_errors() -> list[tuple[Exception, type[ProviderError], bool]]:
         ),
         (ll.NotFoundError("no model", **kw), UnknownModelError, False),
         (ll.BadRequestError("bad", **kw), ProviderBadRequest, False),
-        (ll.ContextWindowExceededError("too long", **kw), ProviderBadRequest, False),
+        (ll.ContextWindowExceededError("too long", **kw), ProviderContextLength, False),
         (ll.Timeout("slow", **kw), ProviderTimeout, True),
-        (ll.APIConnectionError("refused", request=req, **kw), ProviderUnavailable, True),
+        (ll.APIConnectionError("refused", request=req, **kw), ProviderConnectionError, True),
         (ll.InternalServerError("boom", **kw), ProviderUnavailable, True),
         (ll.ServiceUnavailableError("down", **kw), ProviderUnavailable, True),
         (TimeoutError(), ProviderTimeout, True),

@@ -227,10 +227,15 @@ def from_openai(items: Iterable[dict[str, Any]]) -> list[Message]:
             calls = []
             for raw in item["tool_calls"]:
                 fn = raw.get("function", {})
-                args, error = _parse_arguments(fn.get("arguments"))
+                text = fn.get("arguments")
+                args, error = _parse_arguments(text)
                 calls.append(
                     ToolCall(
-                        id=raw["id"], name=fn.get("name", ""), arguments=args, parse_error=error
+                        id=raw["id"],
+                        name=fn.get("name", ""),
+                        arguments=args,
+                        parse_error=error,
+                        raw_arguments=text if error is not None and isinstance(text, str) else None,
                     )
                 )
         out.append(

@@ -160,7 +160,7 @@ def classify(
         return ProviderTimeout(
             f"{who}{where} did not respond within {timeout_s:g}s; raise the model's "
             f"timeout_s if it is just slow",
-            **kw,
+            **{**kw, "status": None},  # no HTTP answer came (litellm says 408 regardless)
         )
     if _is(exc, litellm, "RateLimitError"):
         return ProviderRateLimited(
