@@ -75,17 +75,6 @@ if TYPE_CHECKING:
     from .lifecycle._run_state import RunState
     from .messages._message import ContentPart, Message, ToolCall, from_openai, to_openai
     from .messages._transcript import ContextPolicy, KeepAll, KeepLast, MessageView, Transcript
-    from .models._model import (
-        InferenceParams,
-        InferenceRequest,
-        InferenceResponse,
-        LlmExecutor,
-        ModelSpec,
-        Pricing,
-        StreamDelta,
-        TokenUsage,
-    )
-    from .models._scripted import ScriptedExecutor, ScriptedTurn, ScriptExhausted
     from .models._errors import (
         ErrorClass,
         ProviderAuthError,
@@ -99,7 +88,18 @@ if TYPE_CHECKING:
         ProviderUnavailable,
         UnknownModelError,
     )
+    from .models._model import (
+        InferenceParams,
+        InferenceRequest,
+        InferenceResponse,
+        LlmExecutor,
+        ModelSpec,
+        Pricing,
+        StreamDelta,
+        TokenUsage,
+    )
     from .models._output import OutputSpec
+    from .models._scripted import ScriptedExecutor, ScriptedTurn, ScriptExhausted
     from .models.litellm._errors import LiteLLMNotInstalled
     from .models.litellm._executor import LITELLM_PROVIDER, LiteLLMExecutor, litellm_pricing
     from .models.litellm._retry import RetryPolicy
@@ -249,6 +249,7 @@ __all__ = [
     "EffectHandler",
     "EndCause",
     "Error",
+    "ErrorClass",
     "ExecutableAgentSnapshot",
     "Failure",
     "FoldStateKey",
@@ -278,6 +279,8 @@ __all__ = [
     "NativeDelegationService",
     "NaturalEnd",
     "OnAwait",
+    "OutputFailure",
+    "OutputSpec",
     "ParkedRun",
     "Phase",
     "PhaseContext",
@@ -289,13 +292,10 @@ __all__ = [
     "PluginManifest",
     "Pricing",
     "ProviderAuthError",
-    "ErrorClass",
+    "ProviderBadRequest",
     "ProviderConnectionError",
     "ProviderContentFiltered",
     "ProviderContextLength",
-    "OutputSpec",
-    "OutputFailure",
-    "ProviderBadRequest",
     "ProviderError",
     "ProviderFailure",
     "ProviderRateLimited",

@@ -149,8 +149,7 @@ class InferenceResponse(BaseModel):
     cost: float | None = None
     """USD cost as the provider priced it (``None``: unknown); used when the spec has no pricing."""
     model: str | None = None
-    """The upstream model that answered, when it differs or may differ from the spec's
-    (a fallback); ``None``: the spec's own."""
+    """The upstream model that answered when it was not the spec's own (a fallback)."""
 
 
 @runtime_checkable

@@ -202,10 +202,11 @@ class LiteLLMExecutor:
                 async for item in self._retrying(litellm, spec, kwargs, attempts):
                     if isinstance(item, InferenceResponse):
                         attempts = 0
-                        model = spec if name == spec.model else spec.model_copy(update={"model": name})
-                        item = item.model_copy(
-                            update={"cost": self.cost(model, item.usage), "model": name}
-                        )
+                        update: dict[str, Any] = {"cost": self.cost(spec, item.usage)}
+                        if n:  # a fallback answered: say which, and price it as itself
+                            fallback = spec.model_copy(update={"model": name, "pricing": None})
+                            update = {"cost": self.cost(fallback, item.usage), "model": name}
+                        item = item.model_copy(update=update)
                     yield item
                 return
             except ProviderError as error:
