@@ -6,10 +6,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from typing_extensions import TypedDict
-
 import pytest
 from pydantic import BaseModel
+from typing_extensions import TypedDict
 
 from awaken_runtime import (
     AgentConfig,

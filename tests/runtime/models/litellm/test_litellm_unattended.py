@@ -73,9 +73,7 @@ async def test_tool_path_offers_the_final_result_tool_and_fixes_an_invalid_resul
 ) -> None:
     server.add(
         Reply(tool_calls=[ToolCallSpec("c1", "final_result", '{"name": "Oslo"}')]),
-        Reply(
-            tool_calls=[ToolCallSpec("c2", "final_result", '{"name": "Oslo", "population": 7}')]
-        ),
+        Reply(tool_calls=[ToolCallSpec("c2", "final_result", '{"name": "Oslo", "population": 7}')]),
     )
     runtime = build_runtime(LiteLLMExecutor(), output=OutputSpec.of(City, mode="tool"))
     state = await runtime.run("agent", "biggest city?")
@@ -113,7 +111,8 @@ async def test_auto_uses_native_output_where_the_spec_says_the_model_takes_it(
     await build_runtime(LiteLLMExecutor(), spec=spec, output=OutputSpec.of(City)).run("agent", "q")
     assert "response_format" in server.requests[0].body
     server.reset()
-    server.add(Reply(tool_calls=[ToolCallSpec("c", "final_result", '{"name": "A", "population": 1}')]))
+    result = '{"name": "A", "population": 1}'
+    server.add(Reply(tool_calls=[ToolCallSpec("c", "final_result", result)]))
     spec = local_spec(native_output=False)
     await build_runtime(LiteLLMExecutor(), spec=spec, output=OutputSpec.of(City)).run("agent", "q")
     assert server.requests[0].body["tools"][0]["function"]["name"] == "final_result"
@@ -148,7 +147,13 @@ async def test_content_filter_is_a_typed_failure(server: Any, build_runtime: Any
     [
         (Reply.error(401, "bad key", type="invalid_request_error"), "auth", 401, False, 1),
         (Reply.error(404, "no such model", code="model_not_found"), "unknown_model", 404, False, 1),
-        (Reply.error(429, "slow down", headers={"Retry-After": "0.01"}), "rate_limit", 429, True, 3),
+        (
+            Reply.error(429, "slow down", headers={"Retry-After": "0.01"}),
+            "rate_limit",
+            429,
+            True,
+            3,
+        ),
         (Reply(drop=True), "connection", None, True, 3),
     ],
     ids=["401", "404", "429-exhausted", "disconnect"],

@@ -87,7 +87,8 @@ class OutputSpec(BaseModel):
         key = json.dumps(self.json_schema, sort_keys=True)
         validator = _validators.get(key)
         if validator is None:
-            import jsonschema  # imported on first use: `import awaken_runtime` stays light
+            # Imported on first use: `import awaken_runtime` stays light (no stubs installed).
+            import jsonschema  # type: ignore[import-untyped]
 
             cls = jsonschema.validators.validator_for(self.json_schema)
             cls.check_schema(self.json_schema)
