@@ -22,7 +22,6 @@ from ..lifecycle._events import AgentEvent, event_adapter
 from ..lifecycle._failures import Phase
 from ..lifecycle._run_state import RunState
 from ..messages._message import Message, new_id
-from ..models._warm import warm_up
 from ..plugins._discovery import Discovery
 from ..run._loop import AgentLoop
 from ..run._resume import Resumer
@@ -50,6 +49,7 @@ from ._tickets import (
     parse_decision,
     parse_ticket,
 )
+from ._warm import warm_up
 
 __all__ = ["OnAwait", "RunInput", "Runtime"]
 

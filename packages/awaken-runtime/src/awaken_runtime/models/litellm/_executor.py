@@ -61,18 +61,39 @@ def _warm() -> Any:
     global _warmed
     litellm = import_litellm()
     if not _warmed:
-        # A mocked call (no network) loads the modules a real first call imports on
-        # the event loop; the OpenAI client's own are imported by hand.
+        # litellm imports modules on its first call (the OpenAI client, anyio's backend,
+        # the token encoding its cost calculator reads, the stream assembler...): a
+        # mocked streamed call (no network) on a private loop loads them here instead.
         with contextlib.suppress(Exception):
-            importlib.import_module("openai")
-            importlib.import_module("litellm.llms.openai.openai")
-            litellm.completion(
-                model="openai/warm-up",
-                messages=[{"role": "user", "content": "hi"}],
-                mock_response="ok",
-            )
+            asyncio.run(_mock_stream(litellm))
+        for name in _FIRST_CALL_MODULES:
+            with contextlib.suppress(Exception):
+                importlib.import_module(name)
         _warmed = True
     return litellm
+
+
+async def _mock_stream(litellm: Any) -> None:
+    response = await litellm.acompletion(
+        model="openai/warm-up",
+        messages=[{"role": "user", "content": "hi"}],
+        mock_response="ok",
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    async for _ in response:
+        pass
+
+
+# What litellm (1.110) still imported on the event loop during a first real call.
+_FIRST_CALL_MODULES = (
+    "anyio._backends._asyncio",
+    "litellm._service_logger",
+    "litellm.litellm_core_utils.default_encoding",
+    "litellm.litellm_core_utils.streaming_chunk_builder_utils",
+    "litellm.proxy.spend_tracking.savings",
+    "openai",
+)
 
 
 def litellm_pricing(model: str) -> Pricing | None:
