@@ -193,3 +193,14 @@ async def test_step_end_and_messages_record_the_finish_reason() -> None:
     assert [e.finish_reason for e in events if isinstance(e, StepEnd)] == ["tool_calls", "stop"]
     reasons = [m.metadata.get("finish_reason") for m in rig.messages("t") if m.role == "assistant"]
     assert reasons == ["tool_calls", "stop"]
+
+
+def test_the_offline_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    import runpy
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[3] / "examples" / "structured_output.py"
+    runpy.run_path(str(example), run_name="__main__")
+    out = capsys.readouterr().out
+    assert "'activity' is a required property" in out
+    assert "day 2: Belém" in out and "end: natural_end" in out
