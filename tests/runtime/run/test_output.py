@@ -204,3 +204,35 @@ def test_the_offline_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "'activity' is a required property" in out
     assert "day 2: Belém" in out and "end: natural_end" in out
+
+
+async def test_a_childs_typed_output_is_what_agent_run_returns() -> None:
+    from awaken_runtime import AgentRuntimeBuilder, ModelSpec, ScriptedExecutor
+
+    parent_turns = [
+        ScriptedTurn(
+            tool_calls=[
+                ToolCall(id="d0", name="agent_run", arguments={"agent_id": "geo", "prompt": "?"})
+            ]
+        ),
+        "done",
+    ]
+    child = ScriptedExecutor(['{"name": "Oslo", "population": 3}'])
+    parent = ScriptedExecutor(parent_turns)
+    runtime = (
+        AgentRuntimeBuilder(discover=False)
+        .with_model(ModelSpec(id="mp", provider="pp", model="s"))
+        .with_model(ModelSpec(id="mc", provider="pc", model="s"))
+        .with_provider("pp", parent)
+        .with_provider("pc", child)
+        .with_agent_spec(AgentConfig(id="parent", model_binding="mp", delegates=["geo"]))
+        .with_agent_spec(AgentConfig(id="geo", model_binding="mc", output=OutputSpec.of(City)))
+        .build()
+    )
+    state = await runtime.run("parent", "q")
+    result = json.loads(next(m.text for m in state.new_messages if m.role == "tool"))
+    assert result == {
+        "agent_id": "geo",
+        "status": "completed",
+        "result": {"name": "Oslo", "population": 3},
+    }
