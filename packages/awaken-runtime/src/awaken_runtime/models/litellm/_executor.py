@@ -12,7 +12,8 @@ import contextlib
 import importlib
 import logging
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 from .._errors import ProviderError
@@ -24,6 +25,7 @@ from .._model import (
     StreamDelta,
     TokenUsage,
 )
+from ._embed import embed
 from ._errors import LiteLLMNotInstalled, classify
 from ._request import completion_kwargs
 from ._retry import RetryPolicy
@@ -131,10 +133,12 @@ class LiteLLMExecutor:
         retry: RetryPolicy | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        sync_sleep: Callable[[float], Any] = time.sleep,
     ) -> None:
         self.retry = retry or RetryPolicy()
         self.timeout_s = timeout_s
         self._sleep = sleep
+        self._sync_sleep = sync_sleep
         self._pricing: dict[str, Pricing | None] = {}
         self._key_env: dict[str, str] = {}
         self._native: dict[str, bool] = {}
@@ -178,6 +182,23 @@ class LiteLLMExecutor:
             timeout_s=self.timeout_s,
             native_output=lambda: self._native_output(litellm, spec.model, spec),
             key_env=lambda: self._conventional_key_env(litellm, spec.model),
+        )
+
+    def embed(self, model: str, inputs: Sequence[str], **options: Any) -> list[list[float]]:
+        """Embedding vectors of ``inputs`` from litellm's ``model`` (blocking: use a thread).
+
+        The executor's retry policy and timeout apply (``timeout`` in ``options``
+        overrides it), the SDK's own retries are off, and failures raise the same
+        typed :class:`ProviderError` subclasses as inference.
+        """
+        return embed(
+            import_litellm(),
+            model,
+            inputs,
+            retry=self.retry,
+            timeout_s=self.timeout_s,
+            options=options,
+            sleep=self._sync_sleep,
         )
 
     # -- cost ----------------------------------------------------------------------
