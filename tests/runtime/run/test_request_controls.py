@@ -61,5 +61,5 @@ async def test_a_control_beyond_the_bound_fails_the_run(
 
 
 def test_unknown_control_names_the_known_ones() -> None:
-    with pytest.raises(ValueError, match="valid: .*tool_choice, parallel_tool_calls"):
+    with pytest.raises(ValueError, match=r"valid: .*tool_choice, parallel_tool_calls"):
         override_params(tool_chioce="auto")
