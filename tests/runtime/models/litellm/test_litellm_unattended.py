@@ -308,3 +308,13 @@ async def test_exhausted_fallbacks_count_every_attempt(
     failure = _failure(await build_runtime(executor, spec=spec).run("agent", "q"))
     assert failure.attempts == 4 and failure.model == "openai/backup-model"
     assert json.dumps([r.body["model"] for r in server.requests]).count("backup-model") == 2
+
+
+async def test_no_fallback_after_output_was_streamed(
+    server: Any, build_runtime: Any, local_spec: Any
+) -> None:
+    server.add(Reply(text="partial answer", stall_after=3, hang_s=5.0), Reply(text="never"))
+    spec = local_spec(fallbacks=("openai/backup-model",), timeout_s=0.5)
+    state = await build_runtime(LiteLLMExecutor(), spec=spec).run("agent", "q")
+    assert _failure(state).error_class == "timeout"
+    assert [r.body["model"] for r in server.requests] == ["local-model"]

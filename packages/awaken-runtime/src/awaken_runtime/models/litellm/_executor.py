@@ -238,10 +238,12 @@ class LiteLLMExecutor:
         kwargs = self._kwargs(request, litellm)
         names = (spec.model, *spec.fallbacks)
         attempts = 0
+        emitted = False
         for n, name in enumerate(names):
             kwargs["model"] = name
             try:
                 async for item in self._retrying(litellm, spec, kwargs, attempts):
+                    emitted = True
                     if isinstance(item, InferenceResponse):
                         attempts = 0
                         update: dict[str, Any] = {"cost": self.cost(spec, item.usage)}
@@ -253,8 +255,9 @@ class LiteLLMExecutor:
                 return
             except ProviderError as error:
                 attempts = error.attempts
-                if n + 1 == len(names) or error.error_class not in spec.fallback_on:
-                    raise
+                last = n + 1 == len(names)
+                if last or emitted or error.error_class not in spec.fallback_on:
+                    raise  # after streamed output, another model would repeat it
                 log.warning("model %s failed (%s); falling back to %s", name, error, names[n + 1])
 
     async def _retrying(
