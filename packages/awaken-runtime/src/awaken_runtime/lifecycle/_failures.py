@@ -7,6 +7,8 @@ from typing import Annotated, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..models._errors import ErrorClass
+
 __all__ = [
     "AbandonedFailure",
     "Cancelled",
@@ -73,7 +75,7 @@ class ProviderFailure(_Frozen):
     provider: str
     model: str
     message: str
-    error_class: str = "unknown"
+    error_class: ErrorClass = "unknown"
     status: int | None = None
     """The HTTP status, when an HTTP answer arrived."""
     retryable: bool = False

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..messages._message import Message, ToolCall
 from ..tools._tool import ToolDescriptor
+from ._errors import ErrorClass
 from ._output import OutputSpec
 
 __all__ = [
@@ -77,7 +78,7 @@ class ModelSpec(BaseModel):
     fallbacks: tuple[str, ...] = ()
     """Upstream model names tried in order when this one fails with a class in
     ``fallback_on`` after its retries (same provider, api_base and key)."""
-    fallback_on: tuple[str, ...] = ("rate_limit", "server", "timeout", "connection")
+    fallback_on: tuple[ErrorClass, ...] = ("rate_limit", "server", "timeout", "connection")
     """The error classes (see ``ErrorClass``) that move on to the next fallback."""
     extra: dict[str, Any] = Field(default_factory=dict)
 
