@@ -11,7 +11,8 @@ gaps during the warm-up are reported apart: a worker thread still shares the
 GIL, and C code in litellm's import, such as pydantic building its schemas,
 holds it for a while).
 
-Run: ``hatch run python benchmarks/first_inference_heartbeat.py [--src DIR]``.
+Run: ``hatch run python benchmarks/first_inference_heartbeat.py [--src DIR --label NAME
+--variants cold,warm_up]``.
 Prints a table and writes benchmarks/results/first_inference_heartbeat.json.
 """
 
@@ -88,6 +89,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--src", help="an awaken_runtime source dir to measure instead")
     parser.add_argument("--label", default="current")
+    parser.add_argument(
+        "--variants", default="cold,warm_up", help="comma-separated (main before issue 18: cold)"
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--base-url", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -102,7 +106,7 @@ def main() -> None:
         env["PYTHONPATH"] = os.pathsep.join([args.src, env.get("PYTHONPATH", "")])
     rows = []
     with OpenAIServer(default=Reply(text="warm")) as server:
-        for variant in ("cold", "warm_up"):
+        for variant in args.variants.split(","):
             out = subprocess.run(
                 [sys.executable, __file__, "--child", variant, "--base-url", server.base_url],
                 env=env,
