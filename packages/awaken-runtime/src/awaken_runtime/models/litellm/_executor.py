@@ -2,7 +2,9 @@
 
 litellm is imported on first use, never at ``import awaken_runtime``, with
 ``LITELLM_LOCAL_MODEL_COST_MAP=True`` (unless already set) so it reads its
-bundled price table instead of fetching one.
+bundled price table instead of fetching one. The import and what litellm's
+first call loads lazily take seconds: they run in a worker thread (the first
+``stream``, or ``warm_up`` at start), never on the event loop.
 """
 
 from __future__ import annotations
