@@ -193,7 +193,7 @@ async def test_builtin_summarizer_uses_the_agents_model_without_tools(
             return "BUILTIN-SUMMARY"
         return ANSWER
 
-    r = rig([answer], compactor_agent=None, tools=[lookup_tool])
+    r = rig([answer], compactor_agent=None, tools=[lookup_tool], max_output_tokens=None)
     for i in range(40):
         await r.run(QUESTION.format(i=i))
         if SUMMARY.key in {k for _s, k in await r.thread_state()}:
@@ -207,6 +207,27 @@ async def test_builtin_summarizer_uses_the_agents_model_without_tools(
     assert "<previous_summary>" in summary_requests[0].messages[1].text
     assert (await r.thread_state())[(Scope.THREAD, SUMMARY.key)]["text"] == "BUILTIN-SUMMARY"
     assert r.compactor.calls == 0
+
+
+async def test_builtin_summarizer_asks_no_more_than_the_model_can_write(
+    rig: Callable[..., Any],
+) -> None:
+    def answer(request: InferenceRequest) -> str:
+        if request.messages[0].text.startswith(BUILTIN_PROMPT[:40]):
+            return "BUILTIN-SUMMARY"
+        return ANSWER
+
+    r = rig([answer], compactor_agent=None, max_output_tokens=300)
+    for i in range(40):
+        await r.run(QUESTION.format(i=i))
+        if SUMMARY.key in {k for _s, k in await r.thread_state()}:
+            break
+    summary_requests = [
+        q for q in r.main.requests if q.messages[0].text.startswith(BUILTIN_PROMPT[:40])
+    ]
+    assert summary_requests, "the run never compacted"
+    assert summary_requests[0].params.max_output_tokens == 300  # not summary_max_tokens=2000
+    assert "at most 300 tokens" in summary_requests[0].messages[0].text
 
 
 # -- failures -----------------------------------------------------------------

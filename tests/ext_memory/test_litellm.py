@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from awaken_ext_memory import HashingEmbedder, LiteLLMEmbedder, MemoryConfig, MemoryPlugin
+from awaken_runtime import ProviderAuthError, ProviderUnavailable, RetryPolicy
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 pytest.importorskip("litellm", reason="litellm is not installed: pip install litellm")
@@ -26,12 +27,26 @@ REFERENCE = HashingEmbedder(16)
 
 class _Handler(BaseHTTPRequestHandler):
     requests: ClassVar[list[dict[str, Any]]] = []
+    fail_status: ClassVar[int | None] = None
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         type(self).requests.append(
-            {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
+            {
+                "path": self.path,
+                "body": body,
+                "auth": self.headers.get("Authorization"),
+                "sdk_retry": self.headers.get("x-stainless-retry-count"),
+            }
         )
+        if type(self).fail_status is not None:
+            error = json.dumps({"error": {"message": "overloaded", "type": "server_error"}})
+            self.send_response(type(self).fail_status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(error)))
+            self.end_headers()
+            self.wfile.write(error.encode())
+            return
         inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
         vectors = REFERENCE.embed(inputs)
         # Answer out of order: the embedder must sort by index.
@@ -60,6 +75,7 @@ class _Handler(BaseHTTPRequestHandler):
 @pytest.fixture
 def server() -> Iterator[str]:
     _Handler.requests = []
+    _Handler.fail_status = None
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
@@ -105,3 +121,32 @@ async def test_plugin_config_builds_a_litellm_embedder(server: str, tmp_path: An
     assert isinstance(bank.embedder, LiteLLMEmbedder)
     vectors = await bank.embed(["hello there"])
     assert vectors.shape == (1, 16)
+
+
+@pytest.mark.parametrize("retries", [0, 2])
+def test_a_failing_call_makes_exactly_the_policys_requests(
+    server: str, retries: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _Handler.fail_status = 503
+    policy = RetryPolicy(max_retries=retries, initial_delay_s=0.001, jitter=0.0)
+    embedder = LiteLLMEmbedder(
+        "openai/text-embedding-3-small", api_base=server, api_key="k", dim=16, retry=policy
+    )
+    with pytest.raises(ProviderUnavailable) as info:
+        embedder.embed(["hello"])
+    assert len(_Handler.requests) == retries + 1  # no hidden SDK retries on top
+    assert {r["sdk_retry"] for r in _Handler.requests} <= {None, "0"}
+    assert info.value.status == 503 and info.value.attempts == retries + 1
+    assert info.value.error_class == "server" and info.value.model.endswith("3-small")
+    out = capsys.readouterr()
+    assert "Give Feedback" not in out.out + out.err
+
+
+def test_auth_errors_are_typed_and_not_retried(server: str) -> None:
+    _Handler.fail_status = 401
+    embedder = LiteLLMEmbedder(
+        "openai/text-embedding-3-small", api_base=server, api_key="bad", dim=16
+    )
+    with pytest.raises(ProviderAuthError) as info:
+        embedder.embed(["hello"])
+    assert len(_Handler.requests) == 1 and info.value.status == 401

@@ -60,3 +60,23 @@ def test_runtime_readme_quickstart_runs() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("3 ")
+
+
+def test_reasoning_is_shown_apart_from_the_answer() -> None:
+    from awaken_runtime import RunFinish, StepStart, TextDelta, TokenUsage
+    from awaken_runtime.cli._demo import render_event
+
+    out: list[str] = []
+    events = [
+        StepStart(seq=1, run_id="r", step=1),
+        TextDelta(seq=2, run_id="r", channel="reasoning", delta="THOU"),
+        TextDelta(seq=3, run_id="r", channel="reasoning", delta="GHTS"),
+        TextDelta(seq=4, run_id="r", delta="ANS"),
+        TextDelta(seq=5, run_id="r", delta="WER"),
+        RunFinish(seq=6, run_id="r", phase="ended", usage=TokenUsage()),
+    ]
+    for event in events:
+        render_event(event, out.append)
+    text = "".join(out)
+    assert "(thinking) THOUGHTS\nANSWER" in text
+    assert "THOUGHTSANSWER" not in text

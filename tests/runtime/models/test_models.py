@@ -286,3 +286,14 @@ async def test_repeated_call_turns_get_fresh_ids_each_cycle() -> None:
         assert isinstance(final, InferenceResponse)
         ids.append(final.tool_calls[0].id)
     assert len(set(ids)) == 3
+
+
+def test_fallback_classes_are_checked() -> None:
+    import pydantic
+
+    from awaken_runtime import ModelSpec
+
+    spec = ModelSpec(id="m", provider="p", model="a", fallbacks=("b",), fallback_on=("auth",))
+    assert spec.fallback_on == ("auth",)
+    with pytest.raises(pydantic.ValidationError, match="rate_limit"):
+        ModelSpec(id="m", provider="p", model="a", fallback_on=("ratelimit",))

@@ -60,6 +60,7 @@ def test_suspend_in_one_process_and_resume_in_another(tmp_path: Path) -> None:
         "name": "transfer",
         "arguments": {"amount": 25},
         "parse_error": None,
+        "raw_arguments": None,
     }
     assert ticket["await_reason"] == "tool_permission"
     assert ticket["payload"] == {"amount": 25}

@@ -129,6 +129,9 @@ async def _ask_model(ctx: PhaseContext, material: str, max_tokens: int) -> str:
     runner: Any = ctx.children
     if request is None or runner is None:
         raise CompactorError("the built-in summarizer needs a run that can start sub-runs")
+    cap = request.model.max_output_tokens
+    if cap is not None:
+        max_tokens = min(max_tokens, cap)  # a model rejects more than it can write
     summary_request = InferenceRequest(
         model=request.model,
         messages=[

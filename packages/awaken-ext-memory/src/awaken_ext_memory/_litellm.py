@@ -3,17 +3,18 @@
 Any embedding model litellm supports: OpenAI, Azure, Cohere, Gemini, Voyage,
 Mistral, Ollama, or any OpenAI-compatible server (``api_base=...``). litellm
 is imported on the first ``embed`` call, never at import time, and with
-``LITELLM_LOCAL_MODEL_COST_MAP=True`` so importing it fetches nothing.
+``LITELLM_LOCAL_MODEL_COST_MAP=True`` so importing it fetches nothing (the
+runtime's ``LiteLLMExecutor`` does both).
 """
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
-import os
 import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+from awaken_runtime import LiteLLMExecutor, RetryPolicy
 
 from ._embedder import EmbedderUnavailable
 
@@ -24,12 +25,6 @@ if TYPE_CHECKING:
 __all__ = ["LiteLLMEmbedder"]
 
 
-def _item_embedding(item: Any) -> tuple[int, list[float]]:
-    if isinstance(item, dict):
-        return int(item.get("index", 0)), list(item["embedding"])
-    return int(getattr(item, "index", 0)), list(item.embedding)
-
-
 class LiteLLMEmbedder:
     """Embeddings from a provider model via ``litellm.embedding``.
 
@@ -37,15 +32,27 @@ class LiteLLMEmbedder:
     ``"ollama/nomic-embed-text"``, ...). ``dim`` is the vector length; when
     omitted it is learned from the first response (reading ``dim`` before any
     ``embed`` call sends one probe request). Other keyword arguments
-    (``api_base``, ``api_key``, ``dimensions``, ``timeout``, ...) go to every
+    (``api_base``, ``api_key``, ``dimensions``, ...) go to every
     ``litellm.embedding`` call. ``batch_size`` bounds the inputs per request.
+
+    Calls go through awaken_runtime's ``LiteLLMExecutor.embed``: its
+    ``RetryPolicy`` (``retry``) and timeout (``timeout_s``) apply, the SDK's
+    hidden retries are off, litellm's help banner is silenced, and failures
+    raise the runtime's typed ``ProviderError`` subclasses.
     """
 
     blocking = True
     """Network calls run in a worker thread."""
 
     def __init__(
-        self, model: str, *, dim: int | None = None, batch_size: int = 128, **options: Any
+        self,
+        model: str,
+        *,
+        dim: int | None = None,
+        batch_size: int = 128,
+        retry: RetryPolicy | None = None,
+        timeout_s: float = 60.0,
+        **options: Any,
     ) -> None:
         if not model:
             raise ValueError("LiteLLMEmbedder needs a model name")
@@ -54,6 +61,7 @@ class LiteLLMEmbedder:
         self.batch_size = batch_size
         self._dim = dim
         self._lock = threading.Lock()
+        self._executor = LiteLLMExecutor(retry=retry, timeout_s=timeout_s)
 
     @property
     def id(self) -> str:
@@ -72,32 +80,24 @@ class LiteLLMEmbedder:
     def __repr__(self) -> str:
         return f"LiteLLMEmbedder(model={self.model!r})"
 
-    @staticmethod
-    def _litellm() -> Any:
-        if importlib.util.find_spec("litellm") is None:
-            raise EmbedderUnavailable(
-                "LiteLLMEmbedder needs litellm: pip install 'awaken-ext-memory[litellm]'"
-            )
-        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        return importlib.import_module("litellm")
-
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Embed ``texts`` with one request per ``batch_size`` inputs."""
         import numpy as np
 
-        litellm = self._litellm()
+        if importlib.util.find_spec("litellm") is None:
+            raise EmbedderUnavailable(
+                "LiteLLMEmbedder needs litellm: pip install 'awaken-ext-memory[litellm]'"
+            )
         rows: list[list[float]] = []
         for start in range(0, len(texts), self.batch_size):
             batch = list(texts[start : start + self.batch_size])
-            response = litellm.embedding(model=self.model, input=batch, **self.options)
-            data = response["data"] if isinstance(response, dict) else response.data
-            ordered = sorted((_item_embedding(item) for item in data), key=lambda p: p[0])
-            if len(ordered) != len(batch):
+            vectors = self._executor.embed(self.model, batch, **self.options)
+            if len(vectors) != len(batch):
                 raise RuntimeError(
-                    f"embedding model {self.model!r} returned {len(ordered)} vectors "
+                    f"embedding model {self.model!r} returned {len(vectors)} vectors "
                     f"for {len(batch)} inputs"
                 )
-            rows.extend(vec for _index, vec in ordered)
+            rows.extend(vectors)
         if not rows:
             return np.zeros((0, self._dim or 0), dtype=np.float32)
         out = np.asarray(rows, dtype=np.float32)

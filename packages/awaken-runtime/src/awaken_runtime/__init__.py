@@ -66,6 +66,7 @@ if TYPE_CHECKING:
         LeaseLostFailure,
         MaxSteps,
         NaturalEnd,
+        OutputFailure,
         Phase,
         PluginFailure,
         ProviderFailure,
@@ -76,6 +77,19 @@ if TYPE_CHECKING:
     from .lifecycle._run_state import RunState
     from .messages._message import ContentPart, Message, ToolCall, from_openai, to_openai
     from .messages._transcript import ContextPolicy, KeepAll, KeepLast, MessageView, Transcript
+    from .models._errors import (
+        ErrorClass,
+        ProviderAuthError,
+        ProviderBadRequest,
+        ProviderConnectionError,
+        ProviderContentFiltered,
+        ProviderContextLength,
+        ProviderError,
+        ProviderRateLimited,
+        ProviderTimeout,
+        ProviderUnavailable,
+        UnknownModelError,
+    )
     from .models._model import (
         InferenceParams,
         InferenceRequest,
@@ -86,23 +100,11 @@ if TYPE_CHECKING:
         StreamDelta,
         TokenUsage,
     )
+    from .models._output import OutputSpec
     from .models._scripted import ScriptedExecutor, ScriptedTurn, ScriptExhausted
-    from .models.litellm._errors import (
-        LiteLLMNotInstalled,
-        ProviderAuthError,
-        ProviderBadRequest,
-        ProviderError,
-        ProviderRateLimited,
-        ProviderTimeout,
-        ProviderUnavailable,
-        UnknownModelError,
-    )
-    from .models.litellm._executor import (
-        LITELLM_PROVIDER,
-        LiteLLMExecutor,
-        RetryPolicy,
-        litellm_pricing,
-    )
+    from .models.litellm._errors import LiteLLMNotInstalled
+    from .models.litellm._executor import LITELLM_PROVIDER, LiteLLMExecutor, litellm_pricing
+    from .models.litellm._retry import RetryPolicy
     from .plugins._actions import ActionHandler, EffectHandler, ScheduledAction
     from .plugins._context import (
         CONTEXT_MESSAGES,
@@ -263,6 +265,7 @@ __all__ = [
     "EffectHandler",
     "EndCause",
     "Error",
+    "ErrorClass",
     "ExecutableAgentSnapshot",
     "Failure",
     "FoldStateKey",
@@ -292,6 +295,8 @@ __all__ = [
     "NativeDelegationService",
     "NaturalEnd",
     "OnAwait",
+    "OutputFailure",
+    "OutputSpec",
     "ParkedRun",
     "Phase",
     "PhaseContext",
@@ -306,6 +311,9 @@ __all__ = [
     "Pricing",
     "ProviderAuthError",
     "ProviderBadRequest",
+    "ProviderConnectionError",
+    "ProviderContentFiltered",
+    "ProviderContextLength",
     "ProviderError",
     "ProviderFailure",
     "ProviderRateLimited",

@@ -126,6 +126,7 @@ def create_app(config: ServerConfig) -> Starlette:
         )
         app.state.service = service
         app.state.warmed = await warm_up(config.catalog)
+        await service.runtime.warm_up()  # executors' first-call setup, off the event loop
         try:
             yield
         finally:

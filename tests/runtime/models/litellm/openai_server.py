@@ -95,6 +95,8 @@ class Reply:
     """Interleave the argument fragments of parallel calls (some servers do)."""
     stall_after: int | None = None
     """Stop sending (hang) after this many streamed chunks, for ``hang_s`` or 30 s."""
+    drop: bool = False
+    """Close the connection without answering (a dropped connection)."""
 
     @classmethod
     def error(
@@ -278,6 +280,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "nf"}})
             return
         reply = owner._next_reply()
+        if reply.drop:
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
         if reply.hang_s and reply.stall_after is None:
             owner._stopping.wait(reply.hang_s)
             self.close_connection = True

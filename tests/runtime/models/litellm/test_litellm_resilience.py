@@ -19,6 +19,8 @@ from awaken_runtime import (
     NaturalEnd,
     ProviderAuthError,
     ProviderBadRequest,
+    ProviderConnectionError,
+    ProviderContextLength,
     ProviderError,
     ProviderFailure,
     ProviderRateLimited,
@@ -124,7 +126,7 @@ async def test_5xx_retries_exhausted_fail_naming_attempts(
     finish, _ = await _finish(build_runtime(LiteLLMExecutor(retry=fast_retry)))
     failure = _failure(finish)
     assert len(server.requests) == 4
-    assert failure.provider == "litellm"
+    assert failure.provider == "openai"  # the upstream, not the executor
     assert failure.model == "openai/local-model"
     assert "ProviderUnavailable" in failure.message
     assert "gave up after 4 attempts" in failure.message
@@ -189,7 +191,7 @@ async def test_401_fails_fast_naming_the_key_variable(
     finish, _ = await _finish(build_runtime(LiteLLMExecutor(retry=fast_retry, sleep=sleeps)))
     failure = _failure(finish)
     assert len(server.requests) == 1 and sleeps.delays == []
-    assert failure.provider == "litellm"
+    assert failure.provider == "openai"  # the upstream, not the executor
     assert failure.model == "openai/local-model"
     assert failure.message.startswith("ProviderAuthError: openai model 'openai/local-model'")
     assert "Incorrect API key provided" in failure.message
@@ -288,6 +290,7 @@ async def test_connection_refused_is_unavailable(local_spec: Any, fast_retry: Re
     with pytest.raises(ProviderUnavailable) as info:
         await _stream(LiteLLMExecutor(retry=fast_retry, sleep=sleeps), spec)
     assert info.value.attempts == 4
+    assert info.value.error_class == "connection" and info.value.status is None
     assert len(sleeps.delays) == 3
 
 
@@ -334,9 +337,9 @@ def _litellm_errors() -> list[tuple[Exception, type[ProviderError], bool]]:
         ),
         (ll.NotFoundError("no model", **kw), UnknownModelError, False),
         (ll.BadRequestError("bad", **kw), ProviderBadRequest, False),
-        (ll.ContextWindowExceededError("too long", **kw), ProviderBadRequest, False),
+        (ll.ContextWindowExceededError("too long", **kw), ProviderContextLength, False),
         (ll.Timeout("slow", **kw), ProviderTimeout, True),
-        (ll.APIConnectionError("refused", request=req, **kw), ProviderUnavailable, True),
+        (ll.APIConnectionError("refused", request=req, **kw), ProviderConnectionError, True),
         (ll.InternalServerError("boom", **kw), ProviderUnavailable, True),
         (ll.ServiceUnavailableError("down", **kw), ProviderUnavailable, True),
         (TimeoutError(), ProviderTimeout, True),

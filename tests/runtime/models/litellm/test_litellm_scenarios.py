@@ -179,7 +179,10 @@ async def test_streamed_reasoning_becomes_reasoning_deltas(server: Any, build_ru
     assert text == REASONING.final_text
     # Reasoning streams before the answer.
     assert channels[0][0] == "reasoning" and channels[-1][0] == "text"
-    assert messages[-1].metadata == {"reasoning": REASONING.turns[0].reasoning}
+    assert messages[-1].metadata == {
+        "reasoning": REASONING.turns[0].reasoning,
+        "finish_reason": "stop",
+    }
     assert events[-1].usage.reasoning_tokens == 18
 
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .._errors import AgentConfigError
 from ..messages._transcript import ContextPolicy, KeepAll
 from ..models._model import InferenceParams
+from ..models._output import OutputSpec
 from ._stop import StopConfig
 
 if TYPE_CHECKING:
@@ -38,6 +39,12 @@ class AgentConfig(BaseModel):
     params: InferenceParams = Field(default_factory=InferenceParams)
     stop: StopConfig = Field(default_factory=StopConfig)
     """Stop conditions evaluated at every StepEnd."""
+    output: OutputSpec | None = None
+    """The structured result the run must end with (``OutputSpec.of(MyModel)``)."""
+    truncation: Literal["stop", "continue"] = "stop"
+    """A final answer cut off by the output limit (``finish_reason=length``): ``stop``
+    ends the run ``Stopped``; ``continue`` asks the model to go on (within max_steps)
+    and joins the pieces."""
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, source: str = "agent config") -> AgentConfig:

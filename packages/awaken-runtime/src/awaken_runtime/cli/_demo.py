@@ -151,20 +151,30 @@ def build_demo_runtime(*, chunk_size: int = 6) -> Runtime:
     )
 
 
+_channel: dict[str, str] = {}
+"""Run id -> the channel of its last streamed delta (where reasoning ends)."""
+
+
 def render_event(event: AgentEvent, write: Callable[[str], None], *, color: bool = False) -> None:
     """Print one event the way the CLI shows a run (reasoning dimmed when ``color``)."""
     if isinstance(event, StepStart):
+        _channel.pop(event.run_id, None)
         write(f"\n[step {event.step}]\n")
     elif isinstance(event, TextDelta):
+        # Reasoning gets its own labelled line, apart from the answer that follows it.
+        last = _channel.get(event.run_id)
+        _channel[event.run_id] = event.channel
         if event.channel == "reasoning":
-            write(f"\x1b[2m{event.delta}\x1b[0m" if color else event.delta)
+            text = event.delta if last == "reasoning" else f"(thinking) {event.delta}"
+            write(f"\x1b[2m{text}\x1b[0m" if color else text)
         else:
-            write(event.delta)
+            write(event.delta if last != "reasoning" else f"\n{event.delta}")
     elif isinstance(event, ToolCallReady):
         write(f"\n  -> {event.name}({json.dumps(event.arguments)})")
     elif isinstance(event, ToolCallDone):
         write(f"\n  <- [{event.outcome}] {event.output}\n")
     elif isinstance(event, RunFinish):
+        _channel.pop(event.run_id, None)
         usage = event.usage
         cause = event.end_cause.kind if event.end_cause is not None else event.phase.value
         cost = f" · ${event.cost:.6f}" if event.cost is not None else ""

@@ -69,6 +69,8 @@ class ChildOutcome(BaseModel):
     usage: TokenUsage = Field(default_factory=TokenUsage)
     cost: float | None = None
     tickets: list[ResumeTicket] = Field(default_factory=list)
+    output: Any = None
+    """The child's validated structured output, if it declares one (the parent's result)."""
 
     @classmethod
     def of(cls, state: RunState) -> ChildOutcome:
@@ -98,6 +100,7 @@ class ChildOutcome(BaseModel):
             usage=state.usage,
             cost=state.cost,
             tickets=state.tickets,
+            output=state.output,
         )
 
     def to_output(self) -> ToolOutput:
@@ -116,7 +119,8 @@ class ChildOutcome(BaseModel):
                     "child_cost": self.cost,
                 },
             )
-        body = {"agent_id": self.agent_id, "status": self.status, "result": self.text}
+        result = self.output if self.output is not None else self.text
+        body = {"agent_id": self.agent_id, "status": self.status, "result": result}
         if self.reason:
             body["reason"] = self.reason
         content = to_json(body).decode()

@@ -81,6 +81,10 @@ class StepEnd(_Event):
     step: int
     usage: TokenUsage
     state_delta: list[Command]
+    finish_reason: str | None = None
+    """Why the step's inference stopped, as the provider said (``stop``, ``length``, ...)."""
+    model: str | None = None
+    """The upstream model that answered, when the executor says (e.g. a fallback)."""
 
 
 class RunFinish(_Event):
@@ -97,6 +101,10 @@ class RunFinish(_Event):
     cost: float | None = None
     pending_actions: list[ScheduledAction] = Field(default_factory=list)
     """Scheduled actions the run ended before running (see ``RunState``)."""
+    output: Any = None
+    """The validated structured result, if the agent declares an output."""
+    finish_reason: str | None = None
+    """The provider's finish reason for the run's last inference."""
 
 
 AgentEvent: TypeAlias = Annotated[

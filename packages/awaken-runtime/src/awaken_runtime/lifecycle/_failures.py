@@ -7,6 +7,8 @@ from typing import Annotated, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..models._errors import ErrorClass
+
 __all__ = [
     "AbandonedFailure",
     "Cancelled",
@@ -19,6 +21,7 @@ __all__ = [
     "LeaseLostFailure",
     "MaxSteps",
     "NaturalEnd",
+    "OutputFailure",
     "Phase",
     "PluginFailure",
     "ProviderFailure",
@@ -60,11 +63,36 @@ class CapabilityBoundFailure(_Frozen):
 
 
 class ProviderFailure(_Frozen):
-    """The model provider failed (after retries)."""
+    """The model provider failed (after retries).
+
+    ``error_class`` is one of ``auth``, ``rate_limit``, ``timeout``,
+    ``connection``, ``server``, ``bad_request``, ``context_length``,
+    ``content_filter``, ``unknown_model`` or ``unknown``; ``provider`` is the
+    upstream provider (``openai``, ``anthropic``, ...), not the executor.
+    """
 
     kind: Literal["provider"] = "provider"
     provider: str
     model: str
+    message: str
+    error_class: ErrorClass = "unknown"
+    status: int | None = None
+    """The HTTP status, when an HTTP answer arrived."""
+    retryable: bool = False
+    attempts: int = 1
+    """Requests made for the failing call (over every fallback model)."""
+    retry_after: float | None = None
+    """Seconds the provider's last ``Retry-After`` asked to wait."""
+
+
+class OutputFailure(_Frozen):
+    """The model's final result did not validate against the agent's output schema,
+    after every retry the output spec allows."""
+
+    kind: Literal["output"] = "output"
+    attempts: int
+    errors: tuple[str, ...]
+    """What was wrong with the last result (JSON paths and reasons)."""
     message: str
 
 
@@ -129,6 +157,7 @@ Failure: TypeAlias = Annotated[
     StateConflictFailure
     | CapabilityBoundFailure
     | ProviderFailure
+    | OutputFailure
     | ToolFailure
     | PluginFailure
     | ConfigFailure

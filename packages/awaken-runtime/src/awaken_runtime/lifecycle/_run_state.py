@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from ..messages._message import Message
 from ..models._model import TokenUsage
@@ -14,6 +14,8 @@ from ..suspension._suspension import ResumeTicket
 from ._failures import EndCause, Phase
 
 __all__ = ["RunState"]
+
+_T = TypeVar("_T")
 
 
 class RunState(BaseModel):
@@ -43,11 +45,29 @@ class RunState(BaseModel):
     """Scheduled actions never run because the run ended first (e.g. a time not yet
     reached); kept in the run's state and reported here rather than dropped."""
     """For a ``WAITING`` run: one ticket per parked call."""
+    output: Any = None
+    """The validated structured result (JSON value) when the agent declares an
+    ``output``; ``final_text`` then holds it as JSON text."""
+    finish_reason: str | None = None
+    """The provider's finish reason for the last inference (``stop``, ``length``, ...)."""
 
     @property
     def ticket(self) -> ResumeTicket | None:
         """The first pending ticket, if the run is waiting."""
         return self.tickets[0] if self.tickets else None
+
+    def output_as(self, output_type: type[_T]) -> _T:
+        """:attr:`output` validated into ``output_type`` (the type ``OutputSpec.of`` took)."""
+        if self.output is None:
+            raise ValueError(
+                f"run {self.run_id} has no structured output (end cause: "
+                f"{self.end_cause.kind if self.end_cause else self.phase.value})"
+            )
+        value = self.output
+        schema = TypeAdapter(output_type).json_schema()
+        if schema.get("type") != "object" and isinstance(value, dict) and set(value) == {"result"}:
+            value = value["result"]  # OutputSpec.of wrapped a non-object type
+        return TypeAdapter(output_type).validate_python(value)
 
     def value(self, key: str, scope: Scope = Scope.THREAD, default: Any = None) -> Any:
         """A final committed state value."""

@@ -64,6 +64,9 @@ class ToolCall(BaseModel):
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
     parse_error: str | None = None
+    raw_arguments: str | None = None
+    """The model's argument text when it did not parse (sent back to the provider
+    verbatim, so the model sees what it wrote)."""
 
 
 class ContentPart(BaseModel):
@@ -144,7 +147,9 @@ def to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
                     "type": "function",
                     "function": {
                         "name": call.name,
-                        "arguments": json.dumps(call.arguments, ensure_ascii=False),
+                        "arguments": json.dumps(call.arguments, ensure_ascii=False)
+                        if call.raw_arguments is None
+                        else call.raw_arguments,
                     },
                 }
                 for call in msg.tool_calls
@@ -222,10 +227,15 @@ def from_openai(items: Iterable[dict[str, Any]]) -> list[Message]:
             calls = []
             for raw in item["tool_calls"]:
                 fn = raw.get("function", {})
-                args, error = _parse_arguments(fn.get("arguments"))
+                text = fn.get("arguments")
+                args, error = _parse_arguments(text)
                 calls.append(
                     ToolCall(
-                        id=raw["id"], name=fn.get("name", ""), arguments=args, parse_error=error
+                        id=raw["id"],
+                        name=fn.get("name", ""),
+                        arguments=args,
+                        parse_error=error,
+                        raw_arguments=text if error is not None and isinstance(text, str) else None,
                     )
                 )
         out.append(

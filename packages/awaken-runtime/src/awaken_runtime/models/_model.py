@@ -10,6 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..messages._message import Message, ToolCall
 from ..tools._tool import ToolDescriptor
+from ._errors import ErrorClass
+from ._output import OutputSpec
 
 __all__ = [
     "InferenceParams",
@@ -70,6 +72,14 @@ class ModelSpec(BaseModel):
     api_base: str | None = None
     api_key_env: str | None = None
     timeout_s: float | None = None
+    native_output: bool | None = None
+    """Whether the model takes a JSON-schema response format (``None``: the executor
+    decides, e.g. from litellm's model table); read when an output's mode is ``auto``."""
+    fallbacks: tuple[str, ...] = ()
+    """Upstream model names tried in order when this one fails with a class in
+    ``fallback_on`` after its retries (same provider, api_base and key)."""
+    fallback_on: tuple[ErrorClass, ...] = ("rate_limit", "server", "timeout", "connection")
+    """The error classes (see ``ErrorClass``) that move on to the next fallback."""
     extra: dict[str, Any] = Field(default_factory=dict)
 
     def cost(self, usage: TokenUsage) -> float | None:
@@ -97,6 +107,13 @@ class InferenceParams(BaseModel):
     top_p: float | None = None
     reasoning_effort: str | None = None
     stop: tuple[str, ...] | None = None
+    tool_choice: str | None = None
+    """``auto``, ``none``, ``required`` or the name of one tool the model must call."""
+    parallel_tool_calls: bool | None = None
+    """Whether the model may ask for several tool calls in one answer."""
+    response_format: dict[str, Any] | None = None
+    """A provider response format (OpenAI's shape, e.g. ``{"type": "json_object"}``);
+    an agent's ``output`` sets its own."""
 
 
 @dataclass(slots=True)
@@ -109,6 +126,8 @@ class InferenceRequest:
     params: InferenceParams = field(default_factory=InferenceParams)
     run_id: str = ""
     step: int = 0
+    output: OutputSpec | None = None
+    """The agent's structured output, which the executor asks the model for."""
 
 
 class StreamDelta(BaseModel):
@@ -130,6 +149,8 @@ class InferenceResponse(BaseModel):
     finish_reason: str = "stop"
     cost: float | None = None
     """USD cost as the provider priced it (``None``: unknown); used when the spec has no pricing."""
+    model: str | None = None
+    """The upstream model that answered when it was not the spec's own (a fallback)."""
 
 
 @runtime_checkable

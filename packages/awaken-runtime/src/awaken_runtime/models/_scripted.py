@@ -26,6 +26,8 @@ class ScriptedTurn(BaseModel):
     reasoning: str = ""
     tool_calls: list[ToolCall] = Field(default_factory=list)
     usage: TokenUsage | None = None
+    finish_reason: str | None = None
+    """The provider's finish reason to report (default: ``tool_calls`` or ``stop``)."""
 
     @classmethod
     def call(
@@ -60,7 +62,7 @@ def _response(turn: ScriptedTurn) -> InferenceResponse:
         reasoning=turn.reasoning,
         tool_calls=list(turn.tool_calls),
         usage=usage,
-        finish_reason="tool_calls" if turn.tool_calls else "stop",
+        finish_reason=turn.finish_reason or ("tool_calls" if turn.tool_calls else "stop"),
     )
 
 

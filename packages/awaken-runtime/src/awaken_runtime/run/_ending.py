@@ -50,7 +50,9 @@ def leg_result(
     pending: list[Any],
 ) -> RunState:
     """The leg's ``RunState``; its ``RunFinish`` event goes out first."""
-    final = ctx.final_text if isinstance(cause, NaturalEnd) else ""
+    natural = isinstance(cause, NaturalEnd)
+    final = ctx.final_text if natural else ""
+    output = ctx.output.value if natural and ctx.output is not None else None
     usage = ctx.usage
     state = RunState(
         parent_run_id=ctx.parent_run_id,
@@ -68,6 +70,8 @@ def leg_result(
         state=dict(ctx.engine.data),
         tickets=tickets,
         pending_actions=pending,
+        output=output,
+        finish_reason=ctx.finish_reason,
     )
     if ctx.emit is not None:
         ctx.emit(
@@ -82,6 +86,8 @@ def leg_result(
                 usage=usage,
                 cost=ctx.cost,
                 pending_actions=pending,
+                output=output,
+                finish_reason=ctx.finish_reason,
             )
         )
     return state

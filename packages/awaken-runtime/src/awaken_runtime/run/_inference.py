@@ -26,6 +26,7 @@ from ..plugins._context import (
     visible_tools,
 )
 from ..state._engine import Scope
+from ._provider_failure import filtered, provider_failure
 from ._request import CONTEXT_COOLDOWNS, ReplacedContent
 from ._run_context import RunContext
 from ._signals import End, fail, interrupted
@@ -59,6 +60,7 @@ class Inference:
             params=ctx.params,
             run_id=ctx.run_id,
             step=ctx.step,
+            output=ctx.output_spec,
         )
 
     def _override(self, override: dict[str, Any]) -> InferenceParams:
@@ -107,6 +109,7 @@ class Inference:
             self._override(params) if params else ctx.params,
             ctx.run_id,
             ctx.step,
+            ctx.output_spec,
         )
 
     async def infer(self, request: InferenceRequest) -> InferenceResponse:
@@ -138,13 +141,7 @@ class Inference:
         except asyncio.CancelledError:
             raise interrupted(token) from None
         except Exception as exc:
-            raise fail(
-                ProviderFailure(
-                    provider=model.provider,
-                    model=model.model,
-                    message=f"{type(exc).__name__}: {exc}",
-                )
-            ) from exc
+            raise fail(provider_failure(exc, model)) from exc
         finally:
             token.disarm()
         if response is None:
@@ -155,6 +152,10 @@ class Inference:
                     message="the provider's stream ended without a final response",
                 )
             )
+        ctx.finish_reason = finish = response.finish_reason
+        ctx.answered_by = response.model
+        if finish == "content_filter":
+            raise fail(filtered(model))
         return _storable(response)
 
 
@@ -176,6 +177,8 @@ def _storable_call(call: ToolCall) -> ToolCall:
     fields = {"id": call.id, "name": call.name, "arguments": call.arguments}
     if call.parse_error is not None:
         fields["parse_error"] = call.parse_error
+    if call.raw_arguments is not None:
+        fields["raw_arguments"] = call.raw_arguments
     update = {k: v for k, v in fields.items() if scrub(v) is not v}
     if not update:
         return call

@@ -32,7 +32,7 @@ from ..lifecycle._failures import (
 )
 from ..lifecycle._run_state import RunState
 from ..messages._call_ids import call_ids_of, prepare_calls
-from ..messages._message import PROVIDER_CALL_IDS, Message, new_id
+from ..messages._message import Message, new_id
 from ..messages._transcript import Transcript
 from ..models._model import TokenUsage
 from ..plugins._context import CONTEXT_MESSAGES, INFERENCE_PARAMS, REQUEST_WINDOW, TOOL_FILTER
@@ -41,8 +41,9 @@ from ..state._engine import MergePolicy, Scope
 from ..stores._thread_store import RunRecord, ThreadSnapshot
 from ..suspension._suspension import ParkedRun
 from ..tools._cancel import CancellationToken
+from ._answer import final_answer, step_metadata
 from ._ending import bound_failure, leg_result, run_record
-from ._guards import plugin_stop, run_end_guards
+from ._guards import plugin_stop
 from ._inference import Inference
 from ._parking import close_open_calls, parked_record, ticket_parked_calls
 from ._phases import RUNTIME, PhaseEngine
@@ -164,17 +165,13 @@ class AgentLoop:
             step_cost = response.cost  # the provider's own price table, if it knew the model
         if step_cost is not None:
             ctx.cost = (ctx.cost or 0.0) + step_cost
-        reasoning = response.reasoning
-        metadata: dict[str, object] = {"reasoning": reasoning} if reasoning else {}
-        if renamed:
-            metadata[PROVIDER_CALL_IDS] = renamed
         ctx.transcript.append(
             Message(
                 id=new_id(),
                 role="assistant",
                 content=text or None,
                 tool_calls=list(tool_calls) or None,
-                metadata=metadata,
+                metadata=step_metadata(response, renamed),
             )
         )
         data = ctx.engine.data
@@ -187,18 +184,12 @@ class AgentLoop:
         if clear or not phases.idle(_AFTER_INFERENCE):
             await phases.phase(_AFTER_INFERENCE, clear, response=response)
         phases.boundary()
-        if tool_calls:
+        if tool_calls and (ctx.output is None or not ctx.output.claims(tool_calls)):
             await self.calls.run_calls(tool_calls)
             if ctx.held and not ctx.parked:
                 ctx.release_held()
             return None
-        ctx.final_text = response.text
-        steer = await run_end_guards(ctx, phases)
-        if steer is None:
-            return NaturalEnd()
-        message = steer.message
-        ctx.transcript.append(Message.user(message) if isinstance(message, str) else message)
-        return None
+        return await final_answer(ctx, phases, response, tool_calls)
 
     async def end_step(self, outcome: EndCause | None) -> EndCause | None:
         """StepEnd: hooks, checkpoint, event; then the stop conditions and max-steps."""
@@ -220,6 +211,8 @@ class AgentLoop:
                     step=ctx.step,
                     usage=ctx.step_usage,
                     state_delta=ctx.step_delta,
+                    finish_reason=ctx.finish_reason,
+                    model=ctx.answered_by,
                 )
             )
         phases.boundary()

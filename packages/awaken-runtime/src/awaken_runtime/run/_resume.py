@@ -174,7 +174,7 @@ class Resumer:
             await calls.call(call, approved=True)
         elif isinstance(decision, Replay):
             replayed = call.model_copy(
-                update={"arguments": decision.arguments, "parse_error": None}
+                update={"arguments": decision.arguments, "parse_error": None, "raw_arguments": None}
             )
             await calls.call(with_depth_limit(replayed))
         elif isinstance(decision, Deny):

@@ -23,6 +23,7 @@ from ..models._model import TokenUsage
 from ..plugins._plugin import PhaseContext, PhaseHookPoint, RunInfo
 from ..state._engine import CommittedBatch, StateEngine
 from ..tools._cancel import CancellationToken
+from ._output import OutputCheck
 from ._request import RequestAssembler
 
 if TYPE_CHECKING:
@@ -110,6 +111,13 @@ class RunContext:
         self.descriptors = [t.descriptor for t in self.tools.values()]
         self.visible: set[str] | None = None
         self.assembler = RequestAssembler(config.instructions)
+        output = config.output
+        self.output_spec = output
+        self.output = OutputCheck(output) if output is not None else None
+        self.finish_reason: str | None = None
+        self.answered_by: str | None = None
+        self.continued = ""
+        """Text of earlier truncated answers a ``truncation='continue'`` answer joins."""
         # -- changing during the leg
         self.engine = StateEngine()
         self.transcript = Transcript()

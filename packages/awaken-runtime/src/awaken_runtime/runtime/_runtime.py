@@ -47,6 +47,7 @@ from ._tickets import (
     parse_decision,
     parse_ticket,
 )
+from ._warm import warm_up
 
 __all__ = ["OnAwait", "RunInput", "Runtime"]
 
@@ -153,10 +154,7 @@ class Runtime:
         return loop
 
     def _lock(self, thread_id: str) -> asyncio.Lock:
-        lock = self._thread_locks.get(thread_id)
-        if lock is None:
-            lock = self._thread_locks[thread_id] = asyncio.Lock()
-        return lock
+        return self._thread_locks.setdefault(thread_id, asyncio.Lock())
 
     # -- running -----------------------------------------------------------------
 
@@ -355,9 +353,12 @@ class Runtime:
         return await carry_on(self, binding, cancel, on_event)
 
     async def recover_abandoned(self, thread_ids: Iterable[str] | None = None) -> list[str]:
-        """End (``Error(AbandonedFailure)``) the runs dead processes left on the threads
-        (default: all) whose lease lapsed; returns their ids. See ``_recovery.sweep``."""
+        """End the runs dead processes left on ``thread_ids`` (default: all); see ``sweep``."""
         return await sweep(self, thread_ids)
+
+    async def warm_up(self) -> None:
+        """Let every provider with a ``warm_up`` load itself (off the event loop) now."""
+        await warm_up(self.registries.providers.values())
 
     async def prune(self, older_than: datetime | timedelta) -> PruneReport:
         """:meth:`recover_abandoned`, then the store's ``prune`` (which keeps live runs)."""

@@ -15,20 +15,19 @@ import time
 from typing import Any
 
 from ..._errors import AwakenError
+from .._errors import (
+    ProviderAuthError,
+    ProviderBadRequest,
+    ProviderConnectionError,
+    ProviderContextLength,
+    ProviderError,
+    ProviderRateLimited,
+    ProviderTimeout,
+    ProviderUnavailable,
+    UnknownModelError,
+)
 
-__all__ = [
-    "INSTALL_HINT",
-    "LiteLLMNotInstalled",
-    "ProviderAuthError",
-    "ProviderBadRequest",
-    "ProviderError",
-    "ProviderRateLimited",
-    "ProviderTimeout",
-    "ProviderUnavailable",
-    "UnknownModelError",
-    "classify",
-    "retry_after_seconds",
-]
+__all__ = ["INSTALL_HINT", "LiteLLMNotInstalled", "classify", "retry_after_seconds"]
 
 INSTALL_HINT = 'pip install "awaken-runtime[litellm]"'
 
@@ -41,62 +40,6 @@ class LiteLLMNotInstalled(AwakenError, ImportError):
             f"the litellm provider needs the litellm package, which is not installed; "
             f"install it with: {INSTALL_HINT}"
         )
-
-
-class ProviderError(AwakenError):
-    """A model provider call failed.
-
-    ``retryable`` says whether another attempt can help (rate limits, timeouts,
-    5xx, dropped connections); ``status`` is the HTTP status when known.
-    """
-
-    retryable = False
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        provider: str,
-        model: str,
-        status: int | None = None,
-        retry_after: float | None = None,
-    ) -> None:
-        self.provider = provider
-        self.model = model
-        self.status = status
-        self.retry_after = retry_after
-        self.attempts = 1
-        super().__init__(message)
-
-
-class ProviderAuthError(ProviderError):
-    """The provider rejected (or was never given) the credentials: 401/403."""
-
-
-class UnknownModelError(ProviderError):
-    """The provider does not know the model, or litellm cannot tell the provider."""
-
-
-class ProviderBadRequest(ProviderError):
-    """The provider rejected the request itself (400/422): retrying cannot help."""
-
-
-class ProviderRateLimited(ProviderError):
-    """429: too many requests or tokens; retried with backoff (honouring Retry-After)."""
-
-    retryable = True
-
-
-class ProviderTimeout(ProviderError):
-    """No response (or no next chunk) within the model's timeout."""
-
-    retryable = True
-
-
-class ProviderUnavailable(ProviderError):
-    """5xx or a connection failure: the provider is (maybe briefly) unavailable."""
-
-    retryable = True
 
 
 def retry_after_seconds(headers: Any) -> float | None:
@@ -121,6 +64,37 @@ def retry_after_seconds(headers: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(0.0, when.timestamp() - time.time())
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    """The wait an error response asked for, from its headers (any status)."""
+    response = getattr(exc, "response", None)
+    after = retry_after_seconds(getattr(response, "headers", None))
+    if after is None:
+        after = retry_after_seconds(getattr(exc, "headers", None))
+    return after
+
+
+# What the OpenAI SDK (and httpx under it) raise when no HTTP answer arrived.
+_CONNECTION_NAMES = frozenset(
+    {"APIConnectionError", "ConnectError", "RemoteProtocolError", "ReadError", "WriteError"}
+)
+
+
+def _dropped(exc: BaseException, litellm: Any) -> bool:
+    """Whether ``exc`` (or what caused it) is a failed or dropped connection, not a 5xx.
+
+    litellm wraps a dropped connection in ``InternalServerError``/``APIConnectionError``
+    with status 500 although no HTTP answer arrived; the cause chain tells the truth.
+    """
+    seen: BaseException | None = exc
+    for _ in range(6):
+        if seen is None:
+            return False
+        if type(seen).__name__ in _CONNECTION_NAMES or isinstance(seen, ConnectionError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _detail(exc: BaseException) -> str:
@@ -176,22 +150,22 @@ def classify(
     status = getattr(exc, "status_code", None)
     status = status if isinstance(status, int) else None
     detail = _detail(exc)
-    kw: dict[str, Any] = {"provider": provider, "model": model, "status": status}
+    kw: dict[str, Any] = {
+        "provider": provider,
+        "model": model,
+        "status": status,
+        "retry_after": _retry_after(exc),
+    }
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) or _is(exc, litellm, "Timeout"):
         return ProviderTimeout(
             f"{who}{where} did not respond within {timeout_s:g}s; raise the model's "
             f"timeout_s if it is just slow",
-            **kw,
+            **{**kw, "status": None},  # no HTTP answer came (litellm says 408 regardless)
         )
     if _is(exc, litellm, "RateLimitError"):
-        response = getattr(exc, "response", None)
-        after = retry_after_seconds(getattr(response, "headers", None))
-        if after is None:
-            after = retry_after_seconds(getattr(exc, "headers", None))
         return ProviderRateLimited(
             f"{who}{where} is rate limited (HTTP 429): {detail}; slow down, raise the "
             f"account's limits, or allow more retries (RetryPolicy.max_retries)",
-            retry_after=after,
             **kw,
         )
     if _is(exc, litellm, "AuthenticationError", "PermissionDeniedError"):
@@ -223,7 +197,7 @@ def classify(
             **kw,
         )
     if _is(exc, litellm, "ContextWindowExceededError"):
-        return ProviderBadRequest(
+        return ProviderContextLength(
             f"{who}: the request exceeds the context window: {detail}; use a context "
             f"policy such as KeepLast, or a model with a larger window",
             **kw,
@@ -240,13 +214,18 @@ def classify(
             f"retried: fix the request (messages, tools or parameters)",
             **kw,
         )
+    if _dropped(exc, litellm):
+        return ProviderConnectionError(
+            f"{who}{where}: the connection failed or dropped before an answer: {detail}; "
+            f"check that the server is up and reachable",
+            **{**kw, "status": None},
+        )
     if _is(
         exc,
         litellm,
         "InternalServerError",
         "ServiceUnavailableError",
         "BadGatewayError",
-        "APIConnectionError",
     ) or (status is not None and status >= 500):
         return ProviderUnavailable(
             f"{who}{where} is unavailable"

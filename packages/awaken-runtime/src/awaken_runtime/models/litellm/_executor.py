@@ -2,7 +2,9 @@
 
 litellm is imported on first use, never at ``import awaken_runtime``, with
 ``LITELLM_LOCAL_MODEL_COST_MAP=True`` (unless already set) so it reads its
-bundled price table instead of fetching one.
+bundled price table instead of fetching one. The import and what litellm's
+first call loads lazily take seconds: they run in a worker thread (the first
+``stream``, or ``warm_up`` at start), never on the event loop.
 """
 
 from __future__ import annotations
@@ -10,13 +12,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
+import logging
 import os
-import random
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
-from ...messages._message import to_openai
+from .._errors import ProviderError
 from .._model import (
     InferenceRequest,
     InferenceResponse,
@@ -25,19 +27,23 @@ from .._model import (
     StreamDelta,
     TokenUsage,
 )
-from ._errors import LiteLLMNotInstalled, ProviderAuthError, ProviderError, classify
+from ._embed import embed
+from ._errors import LiteLLMNotInstalled, classify
+from ._request import completion_kwargs
+from ._retry import RetryPolicy
 from ._stream import StreamAssembler
 
-__all__ = ["LITELLM_PROVIDER", "LiteLLMExecutor", "RetryPolicy", "litellm_pricing"]
+__all__ = ["LITELLM_PROVIDER", "LiteLLMExecutor", "import_litellm", "litellm_pricing"]
 
 LITELLM_PROVIDER = "litellm"
 """The provider id ``awaken run`` registers :class:`LiteLLMExecutor` under."""
 
 DEFAULT_TIMEOUT_S = 600.0
-_NO_KEY = "sk-no-key-required"
+log = logging.getLogger("awaken_runtime.litellm")
 _BACKSTOP_S = 30.0
 
 _litellm: Any = None
+_warmed = False
 
 
 def import_litellm() -> Any:
@@ -54,42 +60,44 @@ def import_litellm() -> Any:
     return _litellm
 
 
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    """Retries for rate limits, timeouts, 5xx and dropped connections.
+def _warm() -> Any:
+    """Import litellm and load what its first completion would load lazily (blocking)."""
+    global _warmed
+    litellm = import_litellm()
+    if not _warmed:
+        # litellm imports modules on its first call (the OpenAI client, anyio's backend,
+        # the token encoding its cost calculator reads, the stream assembler...): a
+        # mocked streamed call (no network) on a private loop loads them here instead.
+        with contextlib.suppress(Exception):
+            asyncio.run(_mock_stream(litellm))
+        for name in _FIRST_CALL_MODULES:
+            with contextlib.suppress(Exception):
+                importlib.import_module(name)
+        _warmed = True
+    return litellm
 
-    Attempt ``n`` (from 0) waits ``min(max_delay_s, initial_delay_s * multiplier**n)``
-    scaled down by up to ``jitter`` (0.5: a random 50-100% of it). A ``Retry-After``
-    from the provider is honoured as given, unless it exceeds ``max_retry_after_s``:
-    then the run fails instead of waiting that long. Auth errors, bad requests and
-    unknown models are never retried, nor is a failure after output was streamed.
-    """
 
-    max_retries: int = 3
-    initial_delay_s: float = 0.5
-    multiplier: float = 2.0
-    max_delay_s: float = 20.0
-    jitter: float = 0.5
-    max_retry_after_s: float = 60.0
+async def _mock_stream(litellm: Any) -> None:
+    response = await litellm.acompletion(
+        model="openai/warm-up",
+        messages=[{"role": "user", "content": "hi"}],
+        mock_response="ok",
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    async for _ in response:
+        pass
 
-    def __post_init__(self) -> None:
-        if self.max_retries < 0 or self.initial_delay_s < 0 or self.max_delay_s < 0:
-            raise ValueError("RetryPolicy: max_retries and delays must not be negative")
-        if self.multiplier < 1:
-            raise ValueError("RetryPolicy: multiplier must be at least 1")
-        if not 0 <= self.jitter <= 1:
-            raise ValueError("RetryPolicy: jitter must be between 0 and 1")
-        if self.max_retry_after_s < 0:
-            raise ValueError("RetryPolicy: max_retry_after_s must not be negative")
 
-    def delay(self, attempt: int, retry_after: float | None = None) -> float | None:
-        """Seconds to wait before retry ``attempt`` (0-based), or ``None`` to give up."""
-        if attempt >= self.max_retries:
-            return None
-        if retry_after is not None:
-            return retry_after if retry_after <= self.max_retry_after_s else None
-        base = min(self.max_delay_s, self.initial_delay_s * self.multiplier**attempt)
-        return base * (1 - self.jitter * random.random())
+# What litellm (1.110) still imported on the event loop during a first real call.
+_FIRST_CALL_MODULES = (
+    "anyio._backends._asyncio",
+    "litellm._service_logger",
+    "litellm.litellm_core_utils.default_encoding",
+    "litellm.litellm_core_utils.streaming_chunk_builder_utils",
+    "litellm.proxy.spend_tracking.savings",
+    "openai",
+)
 
 
 def litellm_pricing(model: str) -> Pricing | None:
@@ -110,10 +118,6 @@ def litellm_pricing(model: str) -> Pricing | None:
     )
 
 
-def _needs_placeholder(key_env: str | None) -> bool:
-    return key_env is not None and not os.environ.get(key_env)
-
-
 class LiteLLMExecutor:
     """An :class:`LlmExecutor` for every model litellm supports.
 
@@ -131,12 +135,15 @@ class LiteLLMExecutor:
         retry: RetryPolicy | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        sync_sleep: Callable[[float], Any] = time.sleep,
     ) -> None:
         self.retry = retry or RetryPolicy()
         self.timeout_s = timeout_s
         self._sleep = sleep
+        self._sync_sleep = sync_sleep
         self._pricing: dict[str, Pricing | None] = {}
         self._key_env: dict[str, str] = {}
+        self._native: dict[str, bool] = {}
 
     # -- request -----------------------------------------------------------------
 
@@ -157,51 +164,43 @@ class LiteLLMExecutor:
                 self._key_env[model] = name
         return name
 
+    def _native_output(self, litellm: Any, model: str, spec: ModelSpec) -> bool:
+        """Whether ``model`` takes a JSON-schema response format (litellm's table says)."""
+        if spec.native_output is not None:
+            return spec.native_output
+        known = self._native.get(model)
+        if known is None:
+            try:
+                known = bool(litellm.supports_response_schema(model=model))
+            except Exception:  # an unmapped model: use the final-result tool
+                known = False
+            self._native[model] = known
+        return known
+
     def _kwargs(self, request: InferenceRequest, litellm: Any) -> dict[str, Any]:
         spec = request.model
-        kwargs: dict[str, Any] = {
-            "model": spec.model,
-            "messages": to_openai(request.messages),
-            "stream": True,
-            "stream_options": {"include_usage": True},
-            "timeout": spec.timeout_s or self.timeout_s,
-            "max_retries": 0,  # retries are ours: the SDK's would hide Retry-After
-        }
-        if request.tools:
-            kwargs["tools"] = [tool.to_openai() for tool in request.tools]
-        params = request.params
-        if params.temperature is not None:
-            kwargs["temperature"] = params.temperature
-        if params.top_p is not None:
-            kwargs["top_p"] = params.top_p
-        if params.max_output_tokens is not None:
-            kwargs["max_tokens"] = params.max_output_tokens
-        if params.reasoning_effort is not None:
-            kwargs["reasoning_effort"] = params.reasoning_effort
-        if params.stop:
-            kwargs["stop"] = list(params.stop)
-        if spec.api_base:
-            kwargs["api_base"] = spec.api_base
-        if spec.api_key_env:
-            key = os.environ.get(spec.api_key_env)
-            if not key:
-                raise self._error(
-                    spec,
-                    f"the environment variable {spec.api_key_env} (api_key_env of model spec "
-                    f"{spec.id!r}) is not set; export it with the provider's API key",
-                )
-            kwargs["api_key"] = key
-        elif spec.api_base and _needs_placeholder(self._conventional_key_env(litellm, spec.model)):
-            # A local OpenAI-compatible server (Ollama, vLLM, llama.cpp) usually wants no
-            # key, but the OpenAI client refuses to run without one.
-            kwargs["api_key"] = _NO_KEY
-        kwargs.update(spec.extra)
-        return kwargs
+        return completion_kwargs(
+            request,
+            timeout_s=self.timeout_s,
+            native_output=lambda: self._native_output(litellm, spec.model, spec),
+            key_env=lambda: self._conventional_key_env(litellm, spec.model),
+        )
 
-    @staticmethod
-    def _error(spec: ModelSpec, text: str) -> ProviderError:
-        return ProviderAuthError(
-            f"model {spec.model!r}: {text}", provider=spec.provider, model=spec.model
+    def embed(self, model: str, inputs: Sequence[str], **options: Any) -> list[list[float]]:
+        """Embedding vectors of ``inputs`` from litellm's ``model`` (blocking: use a thread).
+
+        The executor's retry policy and timeout apply (``timeout`` in ``options``
+        overrides it), the SDK's own retries are off, and failures raise the same
+        typed :class:`ProviderError` subclasses as inference.
+        """
+        return embed(
+            import_litellm(),
+            model,
+            inputs,
+            retry=self.retry,
+            timeout_s=self.timeout_s,
+            options=options,
+            sleep=self._sync_sleep,
         )
 
     # -- cost ----------------------------------------------------------------------
@@ -219,14 +218,59 @@ class LiteLLMExecutor:
 
     # -- streaming -----------------------------------------------------------------
 
+    async def warm_up(self) -> None:
+        """Import litellm and run its first-call setup in a worker thread.
+
+        Both take seconds and would otherwise block the event loop during the
+        first inference; ``Runtime.warm_up`` calls this at start.
+        """
+        await asyncio.to_thread(_warm)
+
     async def stream(
         self, request: InferenceRequest
     ) -> AsyncIterator[StreamDelta | InferenceResponse]:
-        """Stream one inference, retrying transient failures that happen before any output."""
-        litellm = import_litellm()
+        """Stream one inference, retrying transient failures that happen before any output.
+
+        After the retries, a failure whose class is in the spec's ``fallback_on``
+        moves on to the next of its ``fallbacks``; the response names the model
+        that answered.
+        """
+        litellm = _litellm or await asyncio.to_thread(_warm)
         spec = request.model
         kwargs = self._kwargs(request, litellm)
+        names = (spec.model, *spec.fallbacks)
+        attempts = 0
+        emitted = False
+        for n, name in enumerate(names):
+            kwargs["model"] = name
+            try:
+                async for item in self._retrying(litellm, spec, kwargs, attempts):
+                    emitted = True
+                    if isinstance(item, InferenceResponse):
+                        attempts = 0
+                        update: dict[str, Any] = {"cost": self.cost(spec, item.usage)}
+                        if n:  # a fallback answered: say which, and price it as itself
+                            fallback = spec.model_copy(update={"model": name, "pricing": None})
+                            update = {"cost": self.cost(fallback, item.usage), "model": name}
+                        item = item.model_copy(update=update)
+                    yield item
+                return
+            except ProviderError as error:
+                attempts = error.attempts
+                last = n + 1 == len(names)
+                if last or emitted or error.error_class not in spec.fallback_on:
+                    raise  # after streamed output, another model would repeat it
+                log.warning("model %s failed (%s); falling back to %s", name, error, names[n + 1])
+
+    async def _retrying(
+        self, litellm: Any, spec: ModelSpec, kwargs: dict[str, Any], before: int
+    ) -> AsyncGenerator[StreamDelta | InferenceResponse, None]:
+        """One model's attempts; ``before`` counts the requests earlier models made."""
         timeout = float(kwargs["timeout"])
+        name = kwargs["model"]
+        if name != spec.model:
+            spec = spec.model_copy(update={"model": name})
+        policy = self.retry
         attempt = 0
         while True:
             emitted = False
@@ -234,18 +278,24 @@ class LiteLLMExecutor:
             try:
                 async with contextlib.aclosing(self._attempt(litellm, kwargs, timeout)) as items:
                     async for item in items:
-                        if isinstance(item, InferenceResponse):
-                            item = item.model_copy(update={"cost": self.cost(spec, item.usage)})
                         emitted = True
                         yield item
                 return
             except Exception as exc:
                 error = self._classify(exc, litellm, spec, timeout)
-                error.attempts = attempt + 1
+                error.attempts = before + attempt + 1
+                after = error.retry_after
                 if error.retryable and not emitted:
-                    wait = self.retry.delay(attempt, error.retry_after)
+                    if policy.too_long(after):
+                        error.args = (
+                            f"{error.args[0]} (the provider asked to retry after {after:g}s, "
+                            f"more than RetryPolicy.max_retry_after_s={policy.max_retry_after_s:g}"
+                            f"s; raise max_retry_after_s to wait that long)",
+                        )
+                    else:
+                        wait = policy.delay(attempt, after)
                 if wait is None:
-                    if attempt:
+                    if attempt and not policy.too_long(after):
                         error.args = (f"{error.args[0]} (gave up after {attempt + 1} attempts)",)
                     if error is exc:
                         raise

@@ -153,4 +153,5 @@ def _finish_call(call: _Call) -> ToolCall:
         name=call.name,
         arguments=arguments,
         parse_error=error,
+        raw_arguments=raw if error is not None else None,
     )

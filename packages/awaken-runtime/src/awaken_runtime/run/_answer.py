@@ -1,0 +1,62 @@
+"""A step's answer: the assistant message's metadata, and how an answer without
+tool calls ends the step.
+
+An answer without tool calls (or with the structured output's final-result
+tool) is the final answer: validated into the agent's output when it declares
+one (``_output.py``), stopped or continued when truncated (``_truncation.py``),
+then put to the run-end guards, which may steer the run on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from ..lifecycle._failures import EndCause, NaturalEnd
+from ..messages._message import PROVIDER_CALL_IDS, Message, ToolCall
+from ..models._model import InferenceResponse
+from ._guards import run_end_guards
+from ._truncation import truncated
+
+if TYPE_CHECKING:
+    from ._phases import PhaseEngine
+    from ._run_context import RunContext
+
+__all__ = ["final_answer", "step_metadata"]
+
+
+def step_metadata(
+    response: InferenceResponse, renamed: Mapping[str, str] | None
+) -> dict[str, object]:
+    """The assistant message's metadata: finish reason, reasoning, the provider's call ids."""
+    metadata: dict[str, object] = {"finish_reason": response.finish_reason}
+    reasoning = response.reasoning
+    if reasoning:
+        metadata["reasoning"] = reasoning
+    if renamed:
+        metadata[PROVIDER_CALL_IDS] = renamed
+    return metadata
+
+
+async def final_answer(
+    ctx: RunContext, phases: PhaseEngine, response: InferenceResponse, calls: Sequence[ToolCall]
+) -> EndCause | None:
+    """How a step whose answer is final ends: ``NaturalEnd``, another end, or ``None``
+    (the run goes on: an invalid result, a continued truncation or a guard's steer)."""
+    text = response.text
+    output = ctx.output
+    if output is not None:
+        final = output.settle(ctx, text, calls)
+        if final is None:
+            return None  # an invalid result: the model fixes it next step
+    elif response.finish_reason == "length":
+        return truncated(ctx, text)
+    else:
+        final = ctx.continued + text if ctx.continued else text
+    ctx.final_text = final
+    steer = await run_end_guards(ctx, phases)
+    if steer is None:
+        return NaturalEnd()
+    message = steer.message
+    ctx.transcript.append(Message.user(message) if isinstance(message, str) else message)
+    return None
