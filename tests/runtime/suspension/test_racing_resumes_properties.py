@@ -207,6 +207,9 @@ async def _lapse_scenario(
 # Found by this property: the second process took a lapsed lease and tried to end the
 # first's RUNNING record while the first (paused, not dead) still committed.
 @example(stall_a=[], stall_b=[-1], lapse=18, kill=None, victim=0, acks=[0, 0, 19], action="run")
+# And: the first committed after the second's abandon attempt, so the second must not
+# start a run over a record that is still RUNNING (it would stay RUNNING forever).
+@example(stall_a=[], stall_b=[0, -1], lapse=1, kill=None, victim=0, acks=[0, 2, 1], action="run")
 def test_a_lapsed_lease_raced_by_a_second_resumer_still_executes_at_most_once(
     stall_a: list[int],
     stall_b: list[int],

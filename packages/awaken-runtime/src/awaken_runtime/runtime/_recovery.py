@@ -54,13 +54,15 @@ async def end_dead_run(store: ThreadStore, binding: ScopeBinding, snapshot: Thre
 
 async def recover(
     runtime: Runtime, binding: ScopeBinding, snapshot: ThreadSnapshot, lease: LeaseGuard
-) -> None:
+) -> ThreadSnapshot:
     """End the run a dead process left on the thread (``stranded(snapshot)`` is true).
 
     Call it only with the thread's lease held. A run that died mid-step kept
     its whole steps only, so just its record is ended; a run whose resume died
     after the claim is ended through its loop (its claimed calls: outcome
-    unknown). Either way the cause is ``Error(AbandonedFailure)``.
+    unknown). Either way the cause is ``Error(AbandonedFailure)``. Returns the
+    thread as it is now; raises ``ThreadBusy`` if the run turns out to be alive
+    (it let its lease lapse but committed meanwhile, so it is still stranded).
     """
     thread_id = binding.thread_id
     if snapshot.parked is None:
@@ -73,14 +75,22 @@ async def recover(
                 f"thread {thread_id!r}: run {dead!r} let its lease lapse but is still "
                 f"committing; it stops at its next lease check - retry then"
             ) from exc
-        return
-    snapshot, parked = await load_parked(runtime.store, thread_id)
-    binding = ScopeBinding(thread_id, parked.profile_id, parked.namespace)
-    agent = runtime._agent(parked.agent_id)
-    loop = runtime._new_loop(agent, binding, parked.run_id, None, None, lease)
-    legs = Resumer(loop)
-    legs.restore(snapshot, parked)
-    await legs.abandon(parked)
+    else:
+        stored, parked = await load_parked(runtime.store, thread_id)
+        scoped = ScopeBinding(thread_id, parked.profile_id, parked.namespace)
+        agent = runtime._agent(parked.agent_id)
+        loop = runtime._new_loop(agent, scoped, parked.run_id, None, None, lease)
+        legs = Resumer(loop)
+        legs.restore(stored, parked)
+        await legs.abandon(parked)
+    now = await runtime.store.load(binding)
+    if stranded(now):
+        # The abandon lost to a commit of the run itself: it is alive, if late.
+        raise ThreadBusy(
+            f"thread {thread_id!r}: its last run let its lease lapse but is still "
+            f"committing; it stops at its next lease check - retry then"
+        )
+    return now
 
 
 async def sweep(runtime: Runtime, thread_ids: Iterable[str] | None = None) -> list[str]:

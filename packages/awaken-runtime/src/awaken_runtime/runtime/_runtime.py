@@ -193,8 +193,7 @@ class Runtime:
         ):
             snapshot = await self.store.load(binding)
             if lease is not None and stranded(snapshot):
-                await recover(self, binding, snapshot, lease)
-                snapshot = await self.store.load(binding)
+                snapshot = await recover(self, binding, snapshot, lease)
             if snapshot.parked is not None:
                 raise ThreadBusy(
                     f"thread {binding.thread_id!r} has run {snapshot.parked.run_id!r} waiting "
