@@ -22,6 +22,7 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
         "VersionConflict",
     ),
     "agents._config": ("AgentConfig",),
+    "agents._file": ("AgentFile",),
     "agents._resolve": (
         "CatalogFingerprint",
         "ExecutableAgentSnapshot",
