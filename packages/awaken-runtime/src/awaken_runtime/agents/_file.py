@@ -92,7 +92,15 @@ def _models(raw: Any, source: str) -> tuple[ModelSpec, ...]:
     if not isinstance(raw, list):
         raise AgentConfigError(f"invalid {source}: models: must be a list of tables ([[models]])")
     specs = []
+    known = set(ModelSpec.model_fields)
     for i, entry in enumerate(raw):
+        # ModelSpec itself ignores unknown keys; in a file they are typos worth naming.
+        stray = sorted(set(entry) - known) if isinstance(entry, dict) else []
+        if stray:
+            raise AgentConfigError(
+                f"invalid {source}: models[{i}].{stray[0]}: unknown key; a model takes "
+                f"{', '.join(sorted(known))}"
+            )
         try:
             specs.append(ModelSpec.model_validate(entry))
         except ValidationError as exc:
