@@ -69,8 +69,15 @@ def hatch() -> list[str]:
     venv.EnvBuilder(with_pip=True, clear=True).create(BOOTSTRAP)
     pin = f"hatch>={'.'.join(map(str, MIN_HATCH))}"
     subprocess.run(
-        [str(_bootstrap_python()), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-         pin],
+        [
+            str(_bootstrap_python()),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            pin,
+        ],
         check=True,
     )
     return own
@@ -86,8 +93,19 @@ def _wheelhouse(hatch_cmd: list[str]) -> None:
         return
     _say(f"filling the offline wheelhouse {WHEELHOUSE}")
     subprocess.run(
-        [*hatch_cmd, "run", "python", "-m", "pip", "download", "--quiet", "--dest",
-         str(WHEELHOUSE), *(str(ROOT / s) for s in WHEELHOUSE_SOURCES), "hatchling"],
+        [
+            *hatch_cmd,
+            "run",
+            "python",
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--dest",
+            str(WHEELHOUSE),
+            *(str(ROOT / s) for s in WHEELHOUSE_SOURCES),
+            "hatchling",
+        ],
         check=True,
         cwd=ROOT,
     )

@@ -165,7 +165,9 @@ class AgentFile:
                     imported[ref] = found_plugin.manifest.id
             for key in ("tool_ids", "plugin_ids"):
                 if isinstance(agent.get(key), list):
-                    agent[key] = [imported.get(r, r) if isinstance(r, str) else r for r in agent[key]]
+                    agent[key] = [
+                        imported.get(r, r) if isinstance(r, str) else r for r in agent[key]
+                    ]
             if isinstance(agent.get("plugin_config"), dict):
                 # A plugin's config table may be keyed by its import path or by its id.
                 agent["plugin_config"] = {

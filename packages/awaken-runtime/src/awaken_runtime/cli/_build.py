@@ -9,12 +9,21 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ..runtime._runtime import Runtime
 
-__all__ = ["cli_runtime"]
+__all__ = ["cli_runtime", "echo", "models_in_file"]
 
 
-def _echo(request: Any) -> str:
+def echo(request: Any) -> str:
+    """The built-in offline ``echo`` model: it answers with the last user message."""
     last = next((m.text for m in reversed(request.messages) if m.role == "user"), "")
     return f"(echo) {last}"
+
+
+def models_in_file(path: str) -> list[dict[str, Any]]:
+    """The raw ``[[models]]`` entries of an agent file (awaken-server reads them too)."""
+    from ..agents._file import read_agent_data
+
+    models = read_agent_data(path).get("models", [])
+    return list(models) if isinstance(models, list) else []
 
 
 def cli_runtime(agent: str | None, model: str | None, api_base: str | None) -> tuple[Runtime, str]:
@@ -64,7 +73,7 @@ def cli_runtime(agent: str | None, model: str | None, api_base: str | None) -> t
     builder.with_agent_spec(config)
     builder.with_provider(LITELLM_PROVIDER, LiteLLMExecutor())
     # A built-in offline provider so an agent file can be tried without any key.
-    builder.with_provider("echo", ScriptedExecutor([_echo], repeat=True, chunk_size=8))
+    builder.with_provider("echo", ScriptedExecutor([echo], repeat=True, chunk_size=8))
     runtime = builder.build()
     runtime.resolve(config.id)
     return runtime, config.id

@@ -81,9 +81,7 @@ def city_in(prompt: str, default: str = "Lisbon") -> str:
             continue
         name: list[str] = []
         for nxt in words[i + 1 :]:
-            if nxt[0].isupper() and nxt.lower() not in _NOT_PLACES:
-                name.append(nxt)
-            elif name and nxt in _LINKS:
+            if (nxt[0].isupper() and nxt.lower() not in _NOT_PLACES) or (name and nxt in _LINKS):
                 name.append(nxt)
             else:
                 break
@@ -188,7 +186,9 @@ class PacedExecutor:
         self.inner = inner
         self.delay = delay
 
-    async def stream(self, request: InferenceRequest) -> AsyncIterator[StreamDelta | InferenceResponse]:
+    async def stream(
+        self, request: InferenceRequest
+    ) -> AsyncIterator[StreamDelta | InferenceResponse]:
         """The inner executor's stream, one chunk per ``delay``."""
         async for item in self.inner.stream(request):
             if isinstance(item, StreamDelta) and self.delay > 0:

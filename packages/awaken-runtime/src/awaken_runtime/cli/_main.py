@@ -14,6 +14,13 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+# awaken-server reads agent files and offers the echo model exactly as `awaken run`
+# does, through these two names.
+from ._build import echo, models_in_file
+
+_echo = echo
+_models_in_file = models_in_file
+
 if TYPE_CHECKING:
     from ..plugins._discovery import Discovery
     from ..runtime._runtime import Runtime
@@ -271,7 +278,7 @@ def build_parser() -> argparse.ArgumentParser:
         "demo", parents=[common], help="run the offline demo agent (scripted model)"
     )
     demo.add_argument(
-        "prompt", nargs="?", help="the user prompt, e.g. \"What's the weather in Paris?\""
+        "prompt", nargs="?", help='the user prompt, e.g. "What\'s the weather in Paris?"'
     )
     demo.add_argument(
         "--delay",
@@ -281,10 +288,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _store_options(demo, "memory:// (nothing kept)")
     demo.set_defaults(func=_cmd_demo)
-    plugins = sub.add_parser("plugins", parents=[common], help="list discovered plugins and load errors")
+    plugins = sub.add_parser(
+        "plugins", parents=[common], help="list discovered plugins and load errors"
+    )
     plugins.add_argument("--json", action="store_true", help="machine-readable output")
     plugins.set_defaults(func=_cmd_plugins)
-    run = sub.add_parser("run", parents=[common], help="run an agent from a TOML/JSON/YAML file or on a model")
+    run = sub.add_parser(
+        "run", parents=[common], help="run an agent from a TOML/JSON/YAML file or on a model"
+    )
     run.add_argument(
         "--agent",
         help="agent file (TOML/JSON/YAML; may hold [[models]] and tools/plugins by "
@@ -304,7 +315,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("prompt", help="the user prompt")
     _store_options(run, "SQLite in $XDG_DATA_HOME/awaken/awaken.db")
     run.set_defaults(func=_cmd_run)
-    resume = sub.add_parser("resume", parents=[common], help="answer the permission asks saved in a ticket file")
+    resume = sub.add_parser(
+        "resume", parents=[common], help="answer the permission asks saved in a ticket file"
+    )
     resume.add_argument("ticket_file", help="the file `awaken run` wrote when it could not ask")
     answer = resume.add_mutually_exclusive_group(required=True)
     answer.add_argument("--approve", action="store_true", help="approve every pending ask")

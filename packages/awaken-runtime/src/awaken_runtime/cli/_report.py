@@ -15,6 +15,7 @@ VERBOSE_HINT = "(--verbose shows the traceback)"
 # model-visible tool result, both of which the CLI prints: without --verbose
 # the log line would only repeat them.
 _RUN_FOLDER = ("awaken_runtime", "run")
+_HANDLER = "awaken-cli"
 
 
 class _OneLine(logging.Formatter):
@@ -41,7 +42,10 @@ def setup_logging(verbose: bool) -> None:
     else:
         handler.setFormatter(_OneLine())
         handler.addFilter(_quiet)
+    handler.set_name(_HANDLER)
     root = logging.getLogger()
+    for old in [h for h in root.handlers if h.get_name() == _HANDLER]:
+        root.removeHandler(old)  # main() called again in one process (tests, embedding)
     root.addHandler(handler)
     root.setLevel(logging.INFO if verbose else logging.WARNING)
 
