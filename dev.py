@@ -156,5 +156,14 @@ def main(argv: list[str]) -> int:
     return _run([*hatch_cmd, "run", "test", *rest])
 
 
+def _main_or_one_line(argv: list[str]) -> int:
+    try:
+        return main(argv)
+    except subprocess.CalledProcessError as exc:  # a setup step failed; its output said why
+        command = " ".join(str(a) for a in exc.cmd)
+        _say(f"`{command}` failed (exit status {exc.returncode})")
+        return exc.returncode or 1
+
+
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(_main_or_one_line(sys.argv[1:]))

@@ -163,9 +163,12 @@ def _check_shell(block: Block) -> list[str]:
         elif words[:2] == ["hatch", "run"] and len(words) > 2:
             if words[2] not in _hatch_scripts():
                 problems.append(f"{line!r}: no hatch script {words[2]!r} in pyproject.toml")
-        elif words[0].startswith("python") and words[1:2] == ["dev.py"]:
-            if words[2:3] not in (["demo"], ["test"], ["hatch"]):
-                problems.append(f"{line!r}: dev.py takes demo, test or hatch")
+        elif (
+            words[0].startswith("python")
+            and words[1:2] == ["dev.py"]
+            and words[2:3] not in (["demo"], ["test"], ["hatch"])
+        ):
+            problems.append(f"{line!r}: dev.py takes demo, test or hatch")
     return problems
 
 
