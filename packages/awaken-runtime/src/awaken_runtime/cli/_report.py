@@ -66,8 +66,7 @@ def failure_line(failure: Any, *, verbose: bool) -> str:
         )
     if kind == "tool":
         return f"error: tool {failure.tool_id!r} stopped the run: {failure.message}{hint}"
-    if kind == "provider":
-        return f"error: model {failure.provider}/{failure.model}: {failure.message}"
     if kind == "internal":
         return f"error: internal error (a bug in awaken): {failure.message}{hint}"
+    # Provider, config, state and lease failures already name the thing and the fix.
     return f"error: {failure.message}"
