@@ -15,10 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._errors import (
+        MAX_ID_LENGTH,
         AgentConfigError,
         AwakenError,
         CapabilityBoundError,
         DuplicateIdError,
+        InvalidId,
+        InvalidInput,
         PluginLoadError,
         ResolutionError,
         StateConflictError,
@@ -51,6 +54,7 @@ if TYPE_CHECKING:
         event_adapter,
     )
     from .lifecycle._failures import (
+        AbandonedFailure,
         Cancelled,
         CapabilityBoundFailure,
         ConfigFailure,
@@ -203,9 +207,11 @@ __all__ = [
     "CONTEXT_MESSAGES",
     "INFERENCE_PARAMS",
     "LITELLM_PROVIDER",
+    "MAX_ID_LENGTH",
     "REQUEST_WINDOW",
     "REQUEST_WINDOW_FIELDS",
     "TOOL_FILTER",
+    "AbandonedFailure",
     "ActionHandler",
     "AgentConfig",
     "AgentConfigError",
@@ -254,6 +260,8 @@ __all__ = [
     "InferenceRequest",
     "InferenceResponse",
     "InternalFailure",
+    "InvalidId",
+    "InvalidInput",
     "KeepAll",
     "KeepLast",
     "Key",

@@ -37,8 +37,8 @@ from ..messages._transcript import Transcript
 from ..models._model import TokenUsage
 from ..plugins._context import CONTEXT_MESSAGES, INFERENCE_PARAMS, REQUEST_WINDOW, TOOL_FILTER
 from ..plugins._plugin import PhaseHookPoint
-from ..state._engine import Command, MergePolicy, Scope, StagedCommand
-from ..stores._thread_store import ThreadSnapshot
+from ..state._engine import MergePolicy, Scope
+from ..stores._thread_store import RunRecord, ThreadSnapshot
 from ..suspension._suspension import ParkedRun
 from ..tools._cancel import CancellationToken
 from ._ending import bound_failure, leg_result, run_record
@@ -46,7 +46,7 @@ from ._guards import plugin_stop, run_end_guards
 from ._inference import Inference
 from ._parking import close_open_calls, parked_record, ticket_parked_calls
 from ._phases import RUNTIME, PhaseEngine
-from ._request import CONTEXT_COOLDOWNS
+from ._request import request_only_clears
 from ._run_context import Emit, RunContext
 from ._signals import End, lease_lost, log
 from ._stop import StopTracker
@@ -180,7 +180,7 @@ class AgentLoop:
         data = ctx.engine.data
         s0, s1, s2, s3 = _REQUEST_ONLY_SLOTS
         clear = (
-            self._clear_request_only()
+            request_only_clears(data, ctx.assembler.take_marks(), RUNTIME)
             if s0 in data or s1 in data or s2 in data or s3 in data
             else None
         )
@@ -200,30 +200,16 @@ class AgentLoop:
         ctx.transcript.append(Message.user(message) if isinstance(message, str) else message)
         return None
 
-    def _clear_request_only(self) -> list[StagedCommand]:
-        """Commands removing the request-only entries (context, filters, params, window)."""
-        data = self.ctx.engine.data
-        clear: list[StagedCommand] = []
-        for key in (CONTEXT_MESSAGES, TOOL_FILTER, INFERENCE_PARAMS):
-            if (_RUN, key) in data:
-                remove = Command.remove(key, scope=_RUN, merge=_COMM)
-                clear.append(StagedCommand(RUNTIME, remove))
-        if (_RUN, REQUEST_WINDOW) in data:
-            clear.append(StagedCommand(RUNTIME, Command.remove(REQUEST_WINDOW, scope=_RUN)))
-        marks = self.ctx.assembler.take_marks()
-        if marks:
-            # Committed with the step, so a resumed leg keeps the cooldowns.
-            mark = Command.set(CONTEXT_COOLDOWNS, marks, scope=_RUN, merge=_COMM)
-            clear.append(StagedCommand(RUNTIME, mark))
-        return clear
-
     async def end_step(self, outcome: EndCause | None) -> EndCause | None:
         """StepEnd: hooks, checkpoint, event; then the stop conditions and max-steps."""
         ctx = self.ctx
         phases = self.phases
         if not phases.idle(_STEP_END):
             await phases.phase(_STEP_END)
-        await phases.checkpoint(force=ctx.resumed)
+        # A resumed leg's first checkpoint unparks the thread: its record says RUNNING again.
+        resumed = ctx.resumed
+        record = run_record(ctx, Phase.RUNNING, None) if resumed or ctx.progress else None
+        await phases.checkpoint(record, force=resumed)
         ctx.open_step = False
         ctx.resumed = False
         if ctx.emit is not None:
@@ -333,6 +319,21 @@ class AgentLoop:
             return await self.finish(bound_failure(exc))
         except VersionConflict as exc:
             return await self.finish(lease_lost(ctx.binding.thread_id, str(exc)))
+        return await self.drive()
+
+    async def carry_on(self, snapshot: ThreadSnapshot, record: RunRecord) -> RunState:
+        """Continue a run whose process died, from its last committed step (``record``)."""
+        ctx = self.ctx
+        ctx.cancel.attach()
+        ctx.parked, ctx.held, ctx.resumed = [], [], False
+        self.track_stops()
+        ctx.version = snapshot.version
+        ctx.engine.data.update(snapshot.state)
+        ctx.transcript = Transcript(snapshot.messages)
+        ctx.history_call_ids = snapshot.call_ids
+        ctx.step, ctx.usage, ctx.cost = record.steps, record.usage, record.cost
+        ctx.started_at = record.started_at
+        self.start_event()
         return await self.drive()
 
     async def park(self) -> RunState:

@@ -43,6 +43,7 @@ class AgentRuntimeBuilder:
         self._store: ThreadStore | None = None
         self._secret: bytes | None = None
         self._limits: tuple[int, int] | None = None
+        self._progress = False
 
     @staticmethod
     def _put(table: dict[str, Any], kind: str, item_id: str, value: Any) -> None:
@@ -106,6 +107,13 @@ class AgentRuntimeBuilder:
         self._secret = secret
         return self
 
+    def with_progress_records(self, enabled: bool = True) -> AgentRuntimeBuilder:
+        """Write the run record at every step, so a run whose process died can be
+        continued from its last step (``Runtime.continue_run``; the run ingress's
+        workers need it). Costs one record write per step."""
+        self._progress = enabled
+        return self
+
     def with_delegation_limits(
         self, *, max_depth: int = MAX_DELEGATION_DEPTH, max_descendants: int = MAX_DESCENDANTS
     ) -> AgentRuntimeBuilder:
@@ -140,6 +148,7 @@ class AgentRuntimeBuilder:
                     if name and name not in reg.plugins:
                         reg.unavailable_plugins.setdefault(name, failure)
         runtime = Runtime(reg, store=self._store, discovery=found, ticket_secret=self._secret)
+        runtime.progress_records = self._progress
         if self._limits is not None:
             depth, descendants = self._limits
             runtime.delegation = NativeDelegationService(

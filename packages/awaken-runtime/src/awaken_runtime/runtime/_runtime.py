@@ -6,11 +6,11 @@ import asyncio
 import contextlib
 import inspect
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from datetime import UTC, datetime
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, cast
 
-from .._errors import AgentConfigError
+from .._errors import AgentConfigError, check_id
 from ..agents._resolve import ExecutableAgentSnapshot, Registries, ResolvedAgent, resolve_agent
 from ..delegation._delegation import (
     ChildRunner,
@@ -27,22 +27,22 @@ from ..run._loop import AgentLoop
 from ..run._resume import Resumer
 from ..stores._lease import LeaseGuard, guard_lease
 from ..stores._memory import InMemoryStore
+from ..stores._ports import PruneReport, Retention
 from ..stores._thread_store import ScopeBinding, ThreadStore
 from ..suspension._suspension import (
     Decision,
-    ParkedRun,
     ResumeRejected,
     ResumeTicket,
     ThreadBusy,
 )
 from ..tools._cancel import CancellationToken
 from ._event_log import EventLog, has_event_log
-from ._recovery import recover, stranded
+from ._input import input_messages
+from ._recovery import carry_on, recover, stranded, sweep
 from ._streaming import EventSink, stream_run
 from ._tickets import (
     TicketLike,
-    check_fingerprint,
-    check_tickets,
+    check_resume,
     load_parked,
     parse_decision,
     parse_ticket,
@@ -55,14 +55,6 @@ RunInput = str | Message | Sequence[Message]
 
 OnAwait = Callable[[ResumeTicket], "Decision | Awaitable[Decision | None] | None"]
 """Answers one ticket for :meth:`Runtime.run_to_completion`; ``None`` leaves it waiting."""
-
-
-def _input_messages(value: RunInput) -> list[Message]:
-    if isinstance(value, str):
-        return [Message.user(value)]
-    if isinstance(value, Message):
-        return [value]
-    return list(value)
 
 
 class Runtime:
@@ -88,6 +80,8 @@ class Runtime:
         self.store: ThreadStore = store if store is not None else InMemoryStore()
         self.discovery = discovery
         self.ticket_secret = ticket_secret
+        self.progress_records = False
+        """Write each step's run record, so ``continue_run`` can pick a dead run up."""
         self._resolved: dict[str, ResolvedAgent] = {}
         # Weak: a lock lives while a run holds it, so many threads do not pile up.
         self._thread_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
@@ -130,7 +124,7 @@ class Runtime:
     ) -> AgentLoop:
         loop = AgentLoop(resolved, self.store, binding, run_id, cancel=cancel, emit=emit)
         ctx = loop.ctx
-        ctx.lease = lease
+        ctx.lease, ctx.progress = lease, self.progress_records
         ctx.ticket_secret = self.ticket_secret
         ctx.children = ChildRunner(self.delegation, ctx)
         ctx.cancel_child = self._cancel_child
@@ -168,6 +162,13 @@ class Runtime:
         Raises ``ThreadBusy`` if the thread has a run waiting for decisions, or
         an active run elsewhere (the store's per-thread lease).
         """
+        if thread_id is not None:
+            check_id("thread id", thread_id)
+        if run_id is not None:
+            check_id("run id", run_id)
+        check_id("profile id", profile_id)
+        check_id("namespace", namespace)
+        messages = input_messages(input)
         resolved = self._agent(agent)
         binding = ScopeBinding(thread_id or new_id("thread_"), profile_id, namespace)
         async with (
@@ -186,7 +187,7 @@ class Runtime:
             loop = self._new_loop(
                 resolved, binding, run_id or new_id("run_"), cancel, on_event, lease
             )
-            return await loop.run(snapshot, _input_messages(input))
+            return await loop.run(snapshot, messages)
 
     async def stream(
         self, agent: str | ExecutableAgentSnapshot, input: RunInput, **kwargs: Any
@@ -204,18 +205,6 @@ class Runtime:
         return asyncio.run(self.run(agent, input, **kwargs))
 
     # -- resuming ----------------------------------------------------------------
-
-    def _check(
-        self, thread_id: str, parked: ParkedRun, tickets: Sequence[ResumeTicket]
-    ) -> ResolvedAgent:
-        """Validate tickets against the stored copies; raise ``ResumeRejected``."""
-        check_tickets(parked, thread_id, tickets)
-        try:
-            resolved = self._agent(parked.agent_id)
-        except Exception as exc:
-            raise ResumeRejected(f"agent {parked.agent_id!r} no longer resolves: {exc}") from None
-        check_fingerprint(parked, resolved.snapshot.fingerprint)
-        return resolved
 
     async def resume(
         self,
@@ -269,7 +258,7 @@ class Runtime:
         async with self._lock(thread_id), guard_lease(self.store, thread_id) as lease:
             # Check and claim against one load: the claim commits at its version.
             snapshot, parked = await load_parked(self.store, thread_id)
-            resolved = self._check(thread_id, parked, [t for t, _ in pairs])
+            resolved = check_resume(self._agent, thread_id, parked, [t for t, _ in pairs])
             if parent is not None and parent.inherited is not None:
                 resolved = resolved.with_inherited(parent.inherited)
             binding = ScopeBinding(thread_id, parked.profile_id, parked.namespace)
@@ -330,6 +319,30 @@ class Runtime:
             legs = Resumer(loop)
             legs.restore(snapshot, parked)
             return await legs.cancel_parked(parked)
+
+    async def continue_run(
+        self,
+        thread_id: str,
+        *,
+        profile_id: str = "default",
+        namespace: str = "default",
+        cancel: CancellationToken | None = None,
+        on_event: EventSink | None = None,
+    ) -> RunState | None:
+        """Continue the run a dead process left RUNNING, from its last committed step
+        (``None`` if there is none); see ``_recovery.carry_on``."""
+        binding = ScopeBinding(thread_id, profile_id, namespace)
+        return await carry_on(self, binding, cancel, on_event)
+
+    async def recover_abandoned(self, thread_ids: Iterable[str] | None = None) -> list[str]:
+        """End (``Error(AbandonedFailure)``) the runs dead processes left on the threads
+        (default: all) whose lease lapsed; returns their ids. See ``_recovery.sweep``."""
+        return await sweep(self, thread_ids)
+
+    async def prune(self, older_than: datetime | timedelta) -> PruneReport:
+        """:meth:`recover_abandoned`, then the store's ``prune`` (which keeps live runs)."""
+        await sweep(self)
+        return await cast("Retention", self.store).prune(older_than)
 
     async def run_to_completion(
         self,
