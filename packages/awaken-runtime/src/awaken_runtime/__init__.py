@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         check_id,
     )
     from .agents._config import AgentConfig
+    from .agents._file import AgentFile
     from .agents._resolve import CatalogFingerprint, ExecutableAgentSnapshot, ResolvedPlugin
     from .agents._stop import LoopDetection, StopConfig
     from .delegation._delegation import (
@@ -233,6 +234,7 @@ __all__ = [
     "AgentConfig",
     "AgentConfigError",
     "AgentEvent",
+    "AgentFile",
     "AgentRuntimeBuilder",
     "Approve",
     "AwaitReason",

@@ -27,6 +27,7 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
         "check_id",
     ),
     "agents._config": ("AgentConfig",),
+    "agents._file": ("AgentFile",),
     "agents._resolve": (
         "CatalogFingerprint",
         "ExecutableAgentSnapshot",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -60,50 +59,12 @@ class AgentConfig(BaseModel):
 
     @classmethod
     def from_file(cls, path: str | Path) -> AgentConfig:
-        """Load a ``.toml``, ``.json``, ``.yaml`` or ``.yml`` file.
+        """The agent of a ``.toml``, ``.json``, ``.yaml`` or ``.yml`` agent file.
 
-        A TOML or YAML file may hold the agent at the top level or under an
-        ``[agent]`` table.
+        The agent sits at the top level or under ``[agent]``, next to optional
+        ``[[models]]``; see :class:`AgentFile` for the models and the tools and
+        plugins a file names by import path.
         """
-        from pathlib import Path  # imported here: `import awaken_runtime` stays lean
+        from ._file import AgentFile  # the loader imports this module
 
-        p = Path(path)
-        try:
-            text = p.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise AgentConfigError(f"cannot read agent file {str(p)!r}: {exc.strerror}") from None
-        except UnicodeDecodeError as exc:
-            raise AgentConfigError(
-                f"cannot read agent file {str(p)!r}: not UTF-8 text ({exc.reason} at byte "
-                f"{exc.start}); save it as UTF-8"
-            ) from None
-        suffix = p.suffix.lower()
-        try:
-            if suffix == ".toml":
-                import tomllib
-
-                data: Any = tomllib.loads(text)
-            elif suffix == ".json":
-                data = json.loads(text)
-            elif suffix in (".yaml", ".yml"):
-                try:
-                    import yaml
-                except ImportError:
-                    raise AgentConfigError(
-                        f"reading {str(p)!r} needs PyYAML: pip install 'awaken-runtime[yaml]'"
-                    ) from None
-                data = yaml.safe_load(text)
-            else:
-                raise AgentConfigError(
-                    f"agent file {str(p)!r} has unknown extension {suffix!r}; "
-                    f"use .toml, .json, .yaml or .yml"
-                )
-        except AgentConfigError:
-            raise
-        except Exception as exc:  # every parser has its own error type
-            raise AgentConfigError(f"cannot parse agent file {str(p)!r}: {exc}") from None
-        if not isinstance(data, dict):
-            raise AgentConfigError(f"agent file {str(p)!r} must hold a table/object at the top")
-        if isinstance(data.get("agent"), dict):
-            data = data["agent"]
-        return cls.from_dict(data, source=f"agent file {str(p)!r}")
+        return AgentFile.load(path).config

@@ -7,8 +7,10 @@ stream (text deltas, tool calls) and the final usage and cost line.
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Callable
+import re
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from ..agents._config import AgentConfig
@@ -21,7 +23,14 @@ from ..lifecycle._events import (
     ToolCallReady,
 )
 from ..messages._message import ToolCall
-from ..models._model import InferenceRequest, ModelSpec, Pricing
+from ..models._model import (
+    InferenceRequest,
+    InferenceResponse,
+    LlmExecutor,
+    ModelSpec,
+    Pricing,
+    StreamDelta,
+)
 from ..models._scripted import ScriptedExecutor, ScriptedTurn, TurnSource
 from ..plugins._context import Band, ContextMessage, inject
 from ..plugins._plugin import (
@@ -38,11 +47,49 @@ from ..state._engine import Scope
 from ..state._state_key import StateKey
 from ..tools._function_tool import tool
 
-__all__ = ["DEMO_PROMPT", "build_demo_runtime", "render_event"]
+__all__ = ["DEMO_PROMPT", "build_demo_runtime", "city_in", "render_event"]
 
 DEMO_PROMPT = "What's the weather in Lisbon right now, in Fahrenheit?"
 
-_WEATHER = {"lisbon": (21.0, "clear skies"), "oslo": (-3.0, "light snow")}
+_WEATHER = {
+    "lisbon": (21.0, "clear skies"),
+    "oslo": (-3.0, "light snow"),
+    "paris": (17.0, "light rain"),
+    "tokyo": (26.0, "humid sunshine"),
+    "new york": (12.0, "a brisk wind"),
+    "cairo": (33.0, "dry heat"),
+}
+# Words that may sit inside a city name ("Rio de Janeiro") and words that follow
+# "in" without being a place ("in Fahrenheit").
+_LINKS = frozenset({"de", "do", "da", "del", "la", "le", "of"})
+_NOT_PLACES = frozenset({"fahrenheit", "celsius", "kelvin", "english", "i"})
+
+
+def city_in(prompt: str, default: str = "Lisbon") -> str:
+    """The city a weather question asks about (what a real model would pick out).
+
+    A city the demo knows wins wherever it appears; otherwise the capitalized
+    words after the first "in", "for" or "at" that has some; otherwise ``default``.
+    """
+    lowered = prompt.lower()
+    known = [c for c in _WEATHER if re.search(rf"\b{re.escape(c)}\b", lowered)]
+    if known:
+        return min(known, key=lowered.index).title()
+    words = re.findall(r"[^\W\d_][\w'-]*", prompt)
+    for i, word in enumerate(words):
+        if word.lower() not in ("in", "for", "at"):
+            continue
+        name: list[str] = []
+        for nxt in words[i + 1 :]:
+            if (nxt[0].isupper() and nxt.lower() not in _NOT_PLACES) or (name and nxt in _LINKS):
+                name.append(nxt)
+            else:
+                break
+        while name and name[-1] in _LINKS:
+            name.pop()
+        if name:
+            return " ".join(name)
+    return default
 
 
 @tool
@@ -98,9 +145,28 @@ class BriefingPlugin:
         return Contributions(phase_hooks={PhaseHookPoint.BEFORE_INFERENCE: brief})
 
 
+# The scripted model reads the prompt and the tool results it was given, like a real
+# one would: each turn is a function of the request.
+def _ask_weather(request: InferenceRequest) -> ScriptedTurn:
+    prompt = next((m.text for m in reversed(request.messages) if m.role == "user"), "")
+    city = city_in(prompt)
+    return ScriptedTurn(
+        reasoning=f"The user asks about {city}; I need its current weather first.",
+        tool_calls=[ToolCall(id="call_1", name="lookup_weather", arguments={"city": city})],
+    )
+
+
+def _convert(request: InferenceRequest) -> ScriptedTurn:
+    # The newest tool result: a continued thread holds earlier runs' results too.
+    weather = json.loads([m for m in request.messages if m.role == "tool"][-1].text)
+    call = ToolCall(
+        id="call_2", name="celsius_to_fahrenheit", arguments={"celsius": weather["celsius"]}
+    )
+    return ScriptedTurn(tool_calls=[call])
+
+
 def _final_answer(request: InferenceRequest) -> ScriptedTurn:
-    # The scripted model reads the tool results it was given, like a real one would.
-    results = [m for m in request.messages if m.role == "tool"]
+    results = [m for m in request.messages if m.role == "tool"][-2:]
     weather = json.loads(results[0].text)
     fahrenheit = results[1].text
     return ScriptedTurn(
@@ -109,20 +175,34 @@ def _final_answer(request: InferenceRequest) -> ScriptedTurn:
     )
 
 
-def build_demo_runtime(*, chunk_size: int = 6) -> Runtime:
-    """A runtime with the demo agent ``weather`` on a scripted model (no network)."""
-    turns: list[TurnSource] = [
-        ScriptedTurn(
-            reasoning="I need the current weather first.",
-            tool_calls=[ToolCall(id="call_1", name="lookup_weather", arguments={"city": "Lisbon"})],
-        ),
-        ScriptedTurn(
-            tool_calls=[
-                ToolCall(id="call_2", name="celsius_to_fahrenheit", arguments={"celsius": 21})
-            ]
-        ),
-        _final_answer,
-    ]
+class PacedExecutor:
+    """Wraps an executor and waits ``delay`` seconds before each streamed chunk.
+
+    The scripted model answers in microseconds; on a terminal the demo paces it
+    so streaming is visible. Piped output is never paced.
+    """
+
+    def __init__(self, inner: LlmExecutor, delay: float) -> None:
+        self.inner = inner
+        self.delay = delay
+
+    async def stream(
+        self, request: InferenceRequest
+    ) -> AsyncIterator[StreamDelta | InferenceResponse]:
+        """The inner executor's stream, one chunk per ``delay``."""
+        async for item in self.inner.stream(request):
+            if isinstance(item, StreamDelta) and self.delay > 0:
+                await asyncio.sleep(self.delay)
+            yield item
+
+
+def build_demo_runtime(*, chunk_size: int = 6, delay: float = 0.0) -> Runtime:
+    """A runtime with the demo agent ``weather`` on a scripted model (no network).
+
+    ``delay`` paces each streamed chunk (seconds), for a terminal.
+    """
+    turns: list[TurnSource] = [_ask_weather, _convert, _final_answer]
+    executor = ScriptedExecutor(turns, chunk_size=chunk_size)
     return (
         AgentRuntimeBuilder(discover=False)
         .with_model(
@@ -134,7 +214,7 @@ def build_demo_runtime(*, chunk_size: int = 6) -> Runtime:
                 pricing=Pricing(input_per_mtok=0.15, output_per_mtok=0.60),
             )
         )
-        .with_provider("scripted", ScriptedExecutor(turns, chunk_size=chunk_size))
+        .with_provider("scripted", PacedExecutor(executor, delay) if delay else executor)
         .with_tool(lookup_weather)
         .with_tool(celsius_to_fahrenheit)
         .with_plugin(BriefingPlugin())

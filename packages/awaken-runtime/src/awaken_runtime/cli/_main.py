@@ -10,10 +10,18 @@ import argparse
 import asyncio
 import json
 import sys
+import traceback
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._new import add_new_command
+
+# awaken-server reads agent files and offers the echo model exactly as `awaken run`
+# does, through these two names.
+from ._build import echo, models_in_file
+
+_echo = echo
+_models_in_file = models_in_file
 
 if TYPE_CHECKING:
     from ..plugins._discovery import Discovery
@@ -41,6 +49,16 @@ async def _close_store(runtime: Runtime) -> None:
         await close()
 
 
+def _where(url: str, thread_id: str) -> str:
+    """The last line of a run: where its thread lives and how to continue it."""
+    if url.startswith("memory:"):
+        return (
+            f"state: thread {thread_id} in {url}, gone when this process exits "
+            f"(keep it with --store sqlite:///awaken.db)\n"
+        )
+    return f"state: thread {thread_id} saved in {url} (continue it with --thread {thread_id})\n"
+
+
 async def _stream(
     runtime: Runtime, agent_id: str, prompt: str, args: argparse.Namespace | None = None
 ) -> int:
@@ -48,6 +66,7 @@ async def _stream(
     from ..messages._message import new_id
     from ..stores import open_store
     from ._approve import drive_with_terminal, exit_status
+    from ._report import failure_line
 
     url = getattr(args, "store", None) or "memory://"
     runtime.store = open_store(url)
@@ -69,27 +88,25 @@ async def _stream(
     finally:
         await _close_store(runtime)
     if isinstance(state.end_cause, Error):
-        _write(f"error: {state.end_cause.failure.message}\n")
-    if not url.startswith("memory:"):
-        sys.stderr.write(f"thread {thread_id} saved in {url} (continue it with --thread)\n")
+        verbose = bool(getattr(args, "verbose", False))
+        _write(failure_line(state.end_cause.failure, verbose=verbose) + "\n")
+    # On stderr, so `awaken run ... > answer.txt` keeps only the answer.
+    sys.stderr.write(_where(url, thread_id))
     return exit_status(state)
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from ._demo import DEMO_PROMPT, build_demo_runtime
 
+    # Paced on a terminal so the streaming shows; piped output is not slowed down.
+    delay = args.delay if args.delay is not None else (0.04 if sys.stdout.isatty() else 0.0)
     _write("awaken demo: a weather agent on a scripted model (offline, no API key)\n\n")
-    return _run_stream(build_demo_runtime(), "weather", args.prompt or DEMO_PROMPT, args)
+    runtime = build_demo_runtime(delay=delay)
+    return _run_stream(runtime, "weather", args.prompt or DEMO_PROMPT, args)
 
 
 def _run_stream(runtime: Runtime, agent_id: str, prompt: str, args: argparse.Namespace) -> int:
-    from .._errors import AwakenError
-
-    try:
-        return asyncio.run(_stream(runtime, agent_id, prompt, args))
-    except AwakenError as exc:
-        sys.stderr.write(f"awaken {args.command}: {exc}\n")
-        return 2
+    return asyncio.run(_stream(runtime, agent_id, prompt, args))
 
 
 def _bound_summary(bound: Any) -> str:
@@ -186,47 +203,8 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cli_runtime(agent: str | None, model: str | None, api_base: str | None) -> tuple[Runtime, str]:
-    """The runtime ``awaken run`` uses for an agent file and/or a litellm model."""
-    from ..agents._config import AgentConfig
-    from ..models._model import ModelSpec
-    from ..models._scripted import ScriptedExecutor
-    from ..models.litellm._executor import LITELLM_PROVIDER, LiteLLMExecutor, litellm_pricing
-    from ..runtime._builder import AgentRuntimeBuilder
-
-    builder = AgentRuntimeBuilder()
-    if agent is not None:
-        config = AgentConfig.from_file(agent)
-        for spec in _models_in_file(agent):
-            builder.with_model(ModelSpec.model_validate(spec))
-    else:
-        config = AgentConfig(
-            id="cli", instructions="You are a helpful assistant.", model_binding=str(model)
-        )
-    if model is not None:
-        # --model binds the agent to a litellm model (litellm's PROVIDER/MODEL name),
-        # priced from litellm's local table when it knows the model.
-        builder.with_model(
-            ModelSpec(
-                id=f"cli:{model}",
-                provider=LITELLM_PROVIDER,
-                model=model,
-                api_base=api_base,
-                pricing=litellm_pricing(model),
-            )
-        )
-        config = config.model_copy(update={"model_binding": f"cli:{model}"})
-    builder.with_agent_spec(config)
-    builder.with_provider(LITELLM_PROVIDER, LiteLLMExecutor())
-    # A built-in offline provider so an agent file can be tried without any key.
-    builder.with_provider("echo", ScriptedExecutor([_echo], repeat=True, chunk_size=8))
-    runtime = builder.build()
-    runtime.resolve(config.id)
-    return runtime, config.id
-
-
 def _cmd_run(args: argparse.Namespace) -> int:
-    from .._errors import AwakenError
+    from ._build import cli_runtime
 
     if args.agent is None and args.model is None:
         sys.stderr.write("awaken run: give --agent FILE or --model PROVIDER/MODEL (or both)\n")
@@ -234,23 +212,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.api_base and args.model is None:
         sys.stderr.write("awaken run: --api-base needs --model PROVIDER/MODEL\n")
         return 2
-    try:
-        runtime, agent_id = _cli_runtime(args.agent, args.model, args.api_base)
-    except AwakenError as exc:
-        sys.stderr.write(f"awaken run: {exc}\n")
-        return 2
+    runtime, agent_id = cli_runtime(args.agent, args.model, args.api_base)
     return _run_stream(runtime, agent_id, args.prompt, args)
 
 
 def _cmd_resume(args: argparse.Namespace) -> int:
-    from .._errors import AwakenError
     from ..stores import open_store
     from ._approve import drive_with_terminal, exit_status, read_ticket_file, resume_from_file
+    from ._build import cli_runtime
 
     async def go() -> int:
         saved = read_ticket_file(args.ticket_file)
         ctx = saved.context
-        runtime, _agent_id = _cli_runtime(ctx.get("agent"), ctx.get("model"), ctx.get("api_base"))
+        runtime, _agent_id = cli_runtime(ctx.get("agent"), ctx.get("model"), ctx.get("api_base"))
         runtime.store = open_store(args.store or ctx.get("store") or "memory://")
 
         render = _renderer()
@@ -266,31 +240,9 @@ def _cmd_resume(args: argparse.Namespace) -> int:
 
     try:
         return asyncio.run(go())
-    except (AwakenError, OSError, ValueError) as exc:
+    except (OSError, ValueError) as exc:  # an unreadable or malformed ticket file
         sys.stderr.write(f"awaken resume: {exc}\n")
         return 2
-
-
-def _echo(request: Any) -> str:
-    last = next((m.text for m in reversed(request.messages) if m.role == "user"), "")
-    return f"(echo) {last}"
-
-
-def _models_in_file(path: str) -> list[dict[str, Any]]:
-    import tomllib
-    from pathlib import Path
-
-    p = Path(path)
-    if p.suffix.lower() == ".toml":
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    elif p.suffix.lower() == ".json":
-        data = json.loads(p.read_text(encoding="utf-8"))
-    else:
-        import yaml
-
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    models = data.get("models", []) if isinstance(data, dict) else []
-    return list(models)
 
 
 def _store_options(parser: argparse.ArgumentParser, default: str) -> None:
@@ -321,17 +273,41 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="awaken", description="Awaken: an embeddable agent runtime."
     )
+    parser.add_argument("-v", "--verbose", action="store_true", help=_VERBOSE_HELP)
+    # Also accepted after the subcommand; SUPPRESS keeps a subparser from resetting it.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=_VERBOSE_HELP
+    )
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="run the offline demo agent (scripted model)")
-    demo.add_argument("prompt", nargs="?", help="the user prompt (default: a weather question)")
+    demo = sub.add_parser(
+        "demo", parents=[common], help="run the offline demo agent (scripted model)"
+    )
+    demo.add_argument(
+        "prompt", nargs="?", help='the user prompt, e.g. "What\'s the weather in Paris?"'
+    )
+    demo.add_argument(
+        "--delay",
+        type=float,
+        metavar="SECONDS",
+        help="pause before each streamed chunk (default: 0.04 on a terminal, 0 when piped)",
+    )
     _store_options(demo, "memory:// (nothing kept)")
     demo.set_defaults(func=_cmd_demo)
-    plugins = sub.add_parser("plugins", help="list discovered plugins and load errors")
+    plugins = sub.add_parser(
+        "plugins", parents=[common], help="list discovered plugins and load errors"
+    )
     plugins.add_argument("--json", action="store_true", help="machine-readable output")
     plugins.add_argument("--check", action="store_true", help="resolve each with its defaults")
     plugins.set_defaults(func=_cmd_plugins)
-    run = sub.add_parser("run", help="run an agent from a TOML/JSON/YAML file or on a model")
-    run.add_argument("--agent", help="agent file (may also hold [[models]])")
+    run = sub.add_parser(
+        "run", parents=[common], help="run an agent from a TOML/JSON/YAML file or on a model"
+    )
+    run.add_argument(
+        "--agent",
+        help="agent file (TOML/JSON/YAML; may hold [[models]] and tools/plugins by "
+        "import path, 'module:attribute')",
+    )
     run.add_argument(
         "--model",
         metavar="PROVIDER/MODEL",
@@ -346,7 +322,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("prompt", help="the user prompt")
     _store_options(run, "SQLite in $XDG_DATA_HOME/awaken/awaken.db")
     run.set_defaults(func=_cmd_run)
-    resume = sub.add_parser("resume", help="answer the permission asks saved in a ticket file")
+    resume = sub.add_parser(
+        "resume", parents=[common], help="answer the permission asks saved in a ticket file"
+    )
     resume.add_argument("ticket_file", help="the file `awaken run` wrote when it could not ask")
     answer = resume.add_mutually_exclusive_group(required=True)
     answer.add_argument("--approve", action="store_true", help="approve every pending ask")
@@ -376,11 +354,19 @@ def _installed_commands(sub: Any) -> None:
             sys.stderr.write(f"awaken: command {ep.name!r} from {ep.value} failed to load: {exc}\n")
 
 
+_VERBOSE_HELP = "show tracebacks and info logs (default: one line per problem)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``awaken`` console script."""
+    from .._errors import AwakenError
+    from ._report import VERBOSE_HINT, setup_logging
+
     args = build_parser().parse_args(argv)
-    _store_url(args)
+    verbose = bool(getattr(args, "verbose", False))
+    setup_logging(verbose)
     try:
+        _store_url(args)
         code: int = args.func(args)
     except BrokenPipeError:
         # The reader went away (`awaken demo | head`): stop quietly, like other CLIs.
@@ -388,6 +374,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except AwakenError as exc:  # expected: a bad agent file, store URL, unknown id...
+        if verbose:
+            traceback.print_exc()
+        sys.stderr.write(f"awaken {args.command}: {exc}\n")
+        return 2
+    except Exception as exc:  # not expected: say what it was, and how to see more
+        if verbose:
+            traceback.print_exc()
+        hint = "" if verbose else f" {VERBOSE_HINT}"
+        sys.stderr.write(f"awaken {args.command}: {type(exc).__name__}: {exc}{hint}\n")
+        return 1
     return code
 
 
