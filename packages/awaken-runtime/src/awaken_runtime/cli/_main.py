@@ -14,11 +14,10 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._new import add_new_command
-
 # awaken-server reads agent files and offers the echo model exactly as `awaken run`
 # does, through these two names.
 from ._build import echo, models_in_file
+from ._new import add_new_command
 
 _echo = echo
 _models_in_file = models_in_file
