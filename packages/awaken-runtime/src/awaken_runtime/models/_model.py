@@ -130,6 +130,10 @@ class InferenceResponse(BaseModel):
     finish_reason: str = "stop"
     cost: float | None = None
     """USD cost as the provider priced it (``None``: unknown); used when the spec has no pricing."""
+    response_id: str | None = None
+    """The provider's id of this completion (OpenAI's ``chatcmpl-...``), if it sent one."""
+    response_model: str | None = None
+    """The model that answered, as the provider names it (may differ from the request's)."""
 
 
 @runtime_checkable

@@ -69,6 +69,10 @@ def leg_result(
         tickets=tickets,
         pending_actions=pending,
     )
+    observation = ctx.observation
+    if observation is not None:
+        ctx.observation = None  # a leg ends once
+        observation.end(state)
     if ctx.emit is not None:
         ctx.emit(
             RunFinish(

@@ -115,6 +115,8 @@ class Inference:
         emit = ctx.emit
         model = ctx.model
         token = ctx.cancel
+        observation = ctx.observation
+        seen = observation.start_inference(request) if observation is not None else None
         token.arm()
         try:
             async for item in ctx.agent.executor.stream(request):
@@ -133,10 +135,16 @@ class Inference:
                 else:
                     response = item
         except End:
+            if seen is not None:
+                seen.end(None, asyncio.CancelledError())
             raise
-        except asyncio.CancelledError:
+        except asyncio.CancelledError as exc:
+            if seen is not None:
+                seen.end(None, exc)
             raise interrupted(token) from None
         except Exception as exc:
+            if seen is not None:
+                seen.end(None, exc)
             raise fail(
                 ProviderFailure(
                     provider=model.provider,
@@ -147,11 +155,10 @@ class Inference:
         finally:
             token.disarm()
         if response is None:
-            raise fail(
-                ProviderFailure(
-                    provider=model.provider,
-                    model=model.model,
-                    message="the provider's stream ended without a final response",
-                )
-            )
+            why = "the provider's stream ended without a final response"
+            if seen is not None:
+                seen.end(None, RuntimeError(why))
+            raise fail(ProviderFailure(provider=model.provider, model=model.model, message=why))
+        if seen is not None:
+            seen.end(response)
         return response

@@ -12,7 +12,6 @@ the phase engine, inference and the tool-call executor.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from time import time as _clock
 from typing import TYPE_CHECKING
@@ -30,6 +29,7 @@ from ..lifecycle._failures import (
     Phase,
     Stopped,
 )
+from ..lifecycle._observer import Leg
 from ..lifecycle._run_state import RunState
 from ..messages._call_ids import call_ids_of, prepare_calls
 from ..messages._message import PROVIDER_CALL_IDS, Message, new_id
@@ -39,17 +39,18 @@ from ..plugins._context import CONTEXT_MESSAGES, INFERENCE_PARAMS, REQUEST_WINDO
 from ..plugins._plugin import PhaseHookPoint
 from ..state._engine import Command, MergePolicy, Scope, StagedCommand
 from ..stores._thread_store import ThreadSnapshot
-from ..suspension._suspension import ParkedRun
+from ..suspension._suspension import ParkedRun, ResumeTicket
 from ..tools._cancel import CancellationToken
 from ._ending import bound_failure, leg_result, run_record
 from ._guards import plugin_stop, run_end_guards
 from ._inference import Inference
+from ._observing import observe_start
 from ._parking import close_open_calls, parked_record, ticket_parked_calls
 from ._phases import RUNTIME, PhaseEngine
 from ._request import CONTEXT_COOLDOWNS
 from ._run_context import Emit, RunContext
 from ._signals import End, lease_lost, log
-from ._stop import StopTracker
+from ._stop import track_stops
 from ._tool_calls import ToolCallExecutor
 
 if TYPE_CHECKING:
@@ -250,23 +251,6 @@ class AgentLoop:
             outcome = MaxSteps(max_steps=ctx.max_steps)
         return outcome
 
-    def track_stops(self) -> None:
-        """Start this leg's stop-condition figures (none when no condition is set)."""
-        ctx = self.ctx
-        config = ctx.config.stop
-        wanted = not config.empty or bool(ctx.agent.stop_conditions)
-        ctx.stop = StopTracker(config) if wanted else None
-        limit = config.timeout_s
-        if limit is not None:
-            # The timeout also interrupts a step in flight (a long tool call, a slow
-            # model): it cancels this leg's own child token, which ``finish`` reports
-            # as Stopped(timeout) rather than Cancelled.
-            token = ctx.cancel.child()
-            token.attach()
-            ctx.cancel = token
-            ctx.timeout_reason = reason = f"timeout: ran {limit:.2f}s, limit {limit:g}s"
-            ctx.deadline = asyncio.get_running_loop().call_later(limit, token.cancel, reason)
-
     async def drive(self, outcome: EndCause | None = None, *, first: bool = False) -> RunState:
         """Continue stepping until the run ends or parks, then finish."""
         ctx = self.ctx
@@ -294,9 +278,11 @@ class AgentLoop:
 
     # -- starting, parking, finishing -------------------------------------------
 
-    def start_event(self) -> None:
-        """Emit this leg's ``RunStart``."""
+    def start_event(self, leg: Leg = "start", tickets: Sequence[ResumeTicket] = ()) -> None:
+        """Emit this leg's ``RunStart``; start its observation (``tickets``: those it answers)."""
         ctx = self.ctx
+        if ctx.observer is not None:
+            observe_start(ctx, ctx.observer, leg, tickets)
         if ctx.emit is not None:
             ctx.emit(
                 RunStart(
@@ -315,7 +301,7 @@ class AgentLoop:
         ctx.parked = []
         ctx.held = []
         ctx.resumed = False
-        self.track_stops()
+        track_stops(ctx)
         ctx.version = snapshot.version
         ctx.engine.data.update(snapshot.state)
         ctx.transcript = Transcript(snapshot.messages)

@@ -20,6 +20,7 @@ from ..delegation._delegation import (
 )
 from ..lifecycle._events import AgentEvent, event_adapter
 from ..lifecycle._failures import Phase
+from ..lifecycle._observer import RunObserver
 from ..lifecycle._run_state import RunState
 from ..messages._message import Message, new_id
 from ..plugins._discovery import Discovery
@@ -83,8 +84,11 @@ class Runtime:
         discovery: Discovery | None = None,
         ticket_secret: bytes | None = None,
         delegation: RunDelegationService | None = None,
+        observer: RunObserver | None = None,
     ) -> None:
         self.registries = registries
+        self.observer = observer
+        """Told about every run leg, inference and tool call (tracing); ``None``: nothing."""
         self.store: ThreadStore = store if store is not None else InMemoryStore()
         self.discovery = discovery
         self.ticket_secret = ticket_secret
@@ -132,6 +136,7 @@ class Runtime:
         ctx = loop.ctx
         ctx.lease = lease
         ctx.ticket_secret = self.ticket_secret
+        ctx.observer = self.observer
         ctx.children = ChildRunner(self.delegation, ctx)
         ctx.cancel_child = self._cancel_child
         ctx.delegation_tool_id = self.delegation.tool_id()
