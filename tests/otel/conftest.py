@@ -6,7 +6,8 @@
   makes a ``GenAITelemetry`` on them; ``otel.spans()``, ``otel.one(name)``,
   ``otel.points(metric)`` read what was recorded.
 * ``runtime_for(scripts, observer, ...)``: agents named by the keys of ``scripts``,
-  each on its own scripted model (``ScriptedExecutor``), ``delegates`` for ``boss``.
+  each on its own scripted model (``ScriptedExecutor``, or ``executors[agent]``),
+  ``delegates`` for ``boss``, ``tools`` and ``plugins`` per agent.
 """
 
 from __future__ import annotations
@@ -82,6 +83,8 @@ def build_runtime(
     tools: dict[str, Sequence[Tool]] | None = None,
     delegates: Sequence[str] = (),
     store: Any = None,
+    plugins: dict[str, Sequence[Any]] | None = None,
+    executors: dict[str, Any] | None = None,
     **agent: Any,
 ) -> Runtime:
     builder = AgentRuntimeBuilder(discover=False).with_store(store or InMemoryStore())
@@ -91,7 +94,8 @@ def build_runtime(
     for agent_id, turns in scripts.items():
         spec = ModelSpec(id=f"m-{agent_id}", provider=f"p-{agent_id}", model=f"s-{agent_id}")
         builder.with_model(spec)
-        builder.with_provider(f"p-{agent_id}", ScriptedExecutor(list(turns)))
+        executor = (executors or {}).get(agent_id) or ScriptedExecutor(list(turns))
+        builder.with_provider(f"p-{agent_id}", executor)
         own = list((tools or {}).get(agent_id, ()))
         for t in own:
             if t.descriptor.id not in seen:
@@ -104,9 +108,13 @@ def build_runtime(
                 model_binding=f"m-{agent_id}",
                 tool_ids=[t.descriptor.id for t in own],
                 delegates=list(delegates) if agent_id == "boss" else [],
+                plugin_ids=[p.manifest.id for p in (plugins or {}).get(agent_id, ())],
                 **agent,
             )
         )
+    for own_plugins in (plugins or {}).values():
+        for plugin in own_plugins:
+            builder.with_plugin(plugin)
     return builder.build()
 
 

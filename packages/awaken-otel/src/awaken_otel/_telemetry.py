@@ -4,8 +4,8 @@ Where a leg's ``invoke_agent`` span goes:
 
 * a new root run: under the caller's current span (an HTTP request, a job), if any;
 * a sub-agent: under the delegating ``execute_tool`` span, which is current
-  while the tool runs; a child started elsewhere (e.g. by a hook) goes under
-  its parent run's span;
+  while the tool runs; a child started elsewhere (e.g. by a hook, where the
+  context is still the one the parent started in) goes under its parent run's span;
 * a resumed or cancelled leg: in the trace of the leg that parked it (the W3C
   context stored with the tickets), linked to that leg's span. It nests under
   the current span when that span is in the same trace (a parent's resumed
@@ -76,8 +76,9 @@ class GenAITelemetry:
             unit="{run}",
             description="Run legs that ended, by end cause (a parked leg counts as waiting).",
         )
-        self._open: dict[str, Span] = {}
-        """Run id -> the span of its leg in flight (for children started outside a tool)."""
+        self._open: dict[str, tuple[Span, int]] = {}
+        """Run id -> its leg's span and the span id current when the leg started (for
+        children started outside a tool)."""
 
     def start_run(self, run: ObservedRun) -> RunSpan:
         """Open the leg's ``invoke_agent {agent}`` span (see the module docstring)."""
@@ -97,7 +98,7 @@ class GenAITelemetry:
         span = self.tracer.start_span(
             f"{n.INVOKE_AGENT} {run.agent_id}", parent, SpanKind.INTERNAL, attributes, links
         )
-        self._open[run.run_id] = span
+        self._open[run.run_id] = (span, trace.get_current_span().get_span_context().span_id)
         return RunSpan(self, span, run)
 
     def leg_ended(self, run_id: str, counted: dict[str, Any]) -> None:
@@ -117,10 +118,17 @@ class GenAITelemetry:
                 links.append(Link(current, {n.AWAKEN_LINK: "resumed_by"}))
             return trace.set_span_in_context(NonRecordingSpan(home)), links
         if run.parent_run_id is not None:
-            parent = self._open.get(run.parent_run_id)
-            if parent is not None:
+            found = self._open.get(run.parent_run_id)
+            if found is not None:
+                parent, caller = found
                 theirs = parent.get_span_context()
-                if not current.is_valid or current.trace_id != theirs.trace_id:
+                # Inside the parent's leg only its tool spans (and what a tool opens) are
+                # ever current; the context the parent started in means "not in a tool".
+                if (
+                    not current.is_valid
+                    or current.trace_id != theirs.trace_id
+                    or current.span_id == caller
+                ):
                     return trace.set_span_in_context(parent), links
         return None, links  # None: the current context
 
