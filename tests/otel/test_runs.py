@@ -134,7 +134,12 @@ async def test_content_is_recorded_only_when_enabled(otel: Any, runtime_for: Any
         {
             "role": "assistant",
             "parts": [
-                {"type": "tool_call", "id": "call_1", "name": "lookup", "arguments": {"order": "A-1"}}
+                {
+                    "type": "tool_call",
+                    "id": "call_1",
+                    "name": "lookup",
+                    "arguments": {"order": "A-1"},
+                }
             ],
             "finish_reason": "tool_calls",
         }

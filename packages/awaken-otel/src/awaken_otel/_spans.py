@@ -19,6 +19,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
+import awaken_runtime
 from awaken_runtime import (
     Error,
     InferenceRequest,
@@ -49,9 +50,12 @@ def error_type(exc: BaseException) -> str:
     if isinstance(exc, asyncio.CancelledError):
         return n.AWAKEN_CANCELLED
     cls = type(exc)
-    return (
-        cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
-    )
+    name, module = cls.__qualname__, cls.__module__
+    if module == "builtins":
+        return name
+    if module.startswith("awaken_runtime.") and getattr(awaken_runtime, name, None) is cls:
+        return f"awaken_runtime.{name}"  # the public name outlives private module paths
+    return f"{module}.{name}"
 
 
 def _fail(span: Span, exc: BaseException) -> str:

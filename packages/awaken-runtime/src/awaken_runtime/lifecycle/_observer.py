@@ -61,9 +61,7 @@ class ObservedRun:
 class InferenceObservation(Protocol):
     """One model call in flight."""
 
-    def end(
-        self, response: InferenceResponse | None, error: BaseException | None = None
-    ) -> None:
+    def end(self, response: InferenceResponse | None, error: BaseException | None = None) -> None:
         """The call answered (``response``) or failed: ``error`` is what the provider
         raised, ``asyncio.CancelledError`` when the run was cancelled mid-call."""
         ...
