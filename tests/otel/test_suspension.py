@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from opentelemetry.trace import StatusCode
 
 from awaken_otel import names as n
@@ -13,6 +14,7 @@ from awaken_runtime import (
     Approve,
     ObservedRun,
     Phase,
+    ResumeRejected,
     RunState,
     ScriptedTurn,
     SuspendCall,
@@ -99,6 +101,23 @@ async def test_a_resume_made_inside_another_trace_stays_in_the_runs_trace(
     kinds = {link.attributes[n.AWAKEN_LINK]: link.context for link in resumed.links}
     assert kinds["parked_leg"].span_id == parked_leg.context.span_id
     assert kinds["resumed_by"].span_id == request.get_span_context().span_id
+
+
+async def test_the_stored_trace_is_signed_with_the_ticket(otel: Any, runtime_for: Any) -> None:
+    """A client cannot move a resumed leg into another trace by editing its ticket."""
+    rt = runtime_for({"bank": turns()}, otel.telemetry(), tools={"bank": [transfer]})
+    rt.ticket_secret = b"k" * 32
+    parked = await rt.run("bank", "pay")
+    ticket = parked.tickets[0].model_dump(mode="json")
+    forged = dict(ticket, trace={"traceparent": f"00-{'ab' * 16}-{'cd' * 8}-01"})
+    with pytest.raises(ResumeRejected, match="signature"):
+        await rt.resume(forged, Approve())
+    unsigned = dict(forged, signature=None)
+    with pytest.raises(ResumeRejected):
+        await rt.resume(unsigned, Approve())
+    await rt.resume(ticket, Approve())
+    parked_leg, resumed = otel.spans("invoke_agent")
+    assert resumed.context.trace_id == parked_leg.context.trace_id
 
 
 async def test_a_cancelled_parked_run_ends_in_its_trace(otel: Any, runtime_for: Any) -> None:
