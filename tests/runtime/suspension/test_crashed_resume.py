@@ -4,7 +4,7 @@ whose process died does not stay RUNNING (item 4).
 A resumer process claims the last ticket, starts the tool and is SIGKILLed there.
 The thread stays parked with no ticket left. Once the dead process's lease has
 lapsed, the next ``run`` (or ``cancel_waiting``) on the thread recovers it: the
-stranded run ends ``Error(LeaseLostFailure)``, the model is told the claimed
+stranded run ends ``Error(AbandonedFailure)``, the model is told the claimed
 call's outcome is unknown (it may have run), never that it was not executed,
 and the call is not executed again.
 """
@@ -113,7 +113,7 @@ def test_the_next_run_or_cancel_recovers_it_and_tells_the_model_the_truth(
     old = next(r for r in runs if r.run_id == stranded_run)
     assert old.phase is Phase.ENDED
     if how == "run":
-        assert isinstance(old.end_cause, Error) and old.end_cause.failure.kind == "lease_lost"
+        assert isinstance(old.end_cause, Error) and old.end_cause.failure.kind == "abandoned"
         assert state.final_text == "hello again" and state.run_id != stranded_run
     else:
         assert old.end_cause is not None and old.end_cause.kind == "cancelled"
@@ -141,7 +141,7 @@ def test_a_run_whose_process_died_is_marked_ended_and_can_be_pruned(tmp_path: Pa
     assert state.final_text == "fresh start" and executed == []
     record = asyncio.run(store.get_run(dead.run_id))
     assert record is not None and record.phase is Phase.ENDED
-    assert isinstance(record.end_cause, Error) and record.end_cause.failure.kind == "lease_lost"
+    assert isinstance(record.end_cause, Error) and record.end_cause.failure.kind == "abandoned"
     # The dead run's unfinished step was never stored: no result pairs with its call.
     snap = _snapshot(db)
     assert [m.text for m in snap.messages if m.role == "user"] == ["pay 5", "again"]

@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,10 +38,28 @@ _spec.loader.exec_module(race)
 KILLS = 20
 
 
+async def _closing(store: Any) -> None:
+    close = getattr(store, "close", None)
+    if close is not None:
+        await close()
+
+
 async def _park(url: str, thread_id: str) -> str:
-    runtime = race.build_runtime(open_store(url), lambda _id: None, race.PARK_TURNS)
-    (ticket,) = (await runtime.run(race.AGENT, "pay 5", thread_id=thread_id)).tickets
+    store = open_store(url)
+    runtime = race.build_runtime(store, lambda _id: None, race.PARK_TURNS)
+    try:
+        (ticket,) = (await runtime.run(race.AGENT, "pay 5", thread_id=thread_id)).tickets
+    finally:
+        await _closing(store)
     return str(ticket.model_dump_json())
+
+
+async def _load(url: str, thread_id: str) -> Any:
+    store = open_store(url)
+    try:
+        return await store.load(ScopeBinding(thread_id, "default", "default"))
+    finally:
+        await _closing(store)
 
 
 def _kill_resumer(url: str, ticket_file: Path, exec_file: Path, delay: float) -> None:
@@ -59,7 +78,15 @@ def _kill_resumer(url: str, ticket_file: Path, exec_file: Path, delay: float) ->
 
 async def _recover(url: str, thread_id: str, executed: Any) -> None:
     """Resume a still pending ticket, else run again (which recovers a stranded run)."""
-    runtime = race.build_runtime(open_store(url), executed, ["recovered", "again"])
+    store = open_store(url)
+    try:
+        await _recover_on(store, thread_id, executed)
+    finally:
+        await _closing(store)
+
+
+async def _recover_on(store: Any, thread_id: str, executed: Any) -> None:
+    runtime = race.build_runtime(store, executed, ["recovered", "again"])
     binding = ScopeBinding(thread_id, "default", "default")
     for _ in range(300):
         snap = await runtime.store.load(binding)
@@ -77,16 +104,34 @@ async def _recover(url: str, thread_id: str, executed: Any) -> None:
     raise AssertionError(f"thread {thread_id!r} was never recovered")
 
 
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A private schema on the test server (awaken-store-postgres's ``postgresql://``)."""
+    dsn = os.environ.get("AWAKEN_TEST_POSTGRES_DSN")
+    if not dsn:
+        pytest.skip(
+            "AWAKEN_TEST_POSTGRES_DSN is not set (e.g. postgresql://postgres@127.0.0.1/test)"
+        )
+    pytest.importorskip("awaken_store_postgres")
+    import psycopg
+
+    schema = "awaken_kill_" + os.urandom(5).hex()
+    yield f"{dsn}?schema={schema}&lease_ttl=0.3"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'.encode())
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", ["sqlite", "file"])
+@pytest.mark.parametrize("backend", ["sqlite", "file", "postgres"])
 def test_seeded_kills_during_resumes_lose_nothing_and_run_nothing_twice(
-    tmp_path: Path, backend: str
+    tmp_path: Path, backend: str, request: pytest.FixtureRequest
 ) -> None:
-    url = (
-        f"sqlite:///{tmp_path}/awaken.db?lease_ttl=0.3"
-        if backend == "sqlite"
-        else f"file://{tmp_path}/files?lease_ttl=0.3"
-    )
+    if backend == "postgres":
+        url = request.getfixturevalue("postgres_url")
+    elif backend == "sqlite":
+        url = f"sqlite:///{tmp_path}/awaken.db?lease_ttl=0.3"
+    else:
+        url = f"file://{tmp_path}/files?lease_ttl=0.3"
     rng = random.Random(1600 + len(backend))
     outcomes: list[str] = []
     for round_no in range(KILLS):
@@ -102,7 +147,7 @@ def test_seeded_kills_during_resumes_lose_nothing_and_run_nothing_twice(
         asyncio.run(_recover(url, thread_id, executed))
         runs = exec_file.read_text().splitlines() if exec_file.exists() else []
         assert len(runs) <= 1, f"round {round_no}: the call ran {len(runs)} times: {runs}"
-        snap = asyncio.run(open_store(url).load(ScopeBinding(thread_id, "default", "default")))
+        snap = asyncio.run(_load(url, thread_id))
         assert snap.parked is None, f"round {round_no}: the thread is stranded"
         ids = [m.id for m in snap.messages]
         assert len(ids) == len(set(ids)), f"round {round_no}: a message was stored twice"

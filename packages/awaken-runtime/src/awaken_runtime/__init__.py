@@ -15,10 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._errors import (
+        MAX_ID_LENGTH,
         AgentConfigError,
         AwakenError,
         CapabilityBoundError,
         DuplicateIdError,
+        InvalidId,
+        InvalidInput,
         PluginLoadError,
         ResolutionError,
         StateConflictError,
@@ -50,6 +53,7 @@ if TYPE_CHECKING:
         event_adapter,
     )
     from .lifecycle._failures import (
+        AbandonedFailure,
         Cancelled,
         CapabilityBoundFailure,
         ConfigFailure,
@@ -202,9 +206,11 @@ __all__ = [
     "CONTEXT_MESSAGES",
     "INFERENCE_PARAMS",
     "LITELLM_PROVIDER",
+    "MAX_ID_LENGTH",
     "REQUEST_WINDOW",
     "REQUEST_WINDOW_FIELDS",
     "TOOL_FILTER",
+    "AbandonedFailure",
     "ActionHandler",
     "AgentConfig",
     "AgentConfigError",
@@ -253,6 +259,8 @@ __all__ = [
     "InferenceRequest",
     "InferenceResponse",
     "InternalFailure",
+    "InvalidId",
+    "InvalidInput",
     "KeepAll",
     "KeepLast",
     "Key",

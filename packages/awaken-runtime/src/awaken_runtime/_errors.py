@@ -5,16 +5,20 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 __all__ = [
+    "MAX_ID_LENGTH",
     "AgentConfigError",
     "AwakenError",
     "CapabilityBoundError",
     "DuplicateIdError",
+    "InvalidId",
+    "InvalidInput",
     "PluginLoadError",
     "ResolutionError",
     "StateConflictError",
     "StateValueError",
     "ToolError",
     "VersionConflict",
+    "check_id",
 ]
 
 
@@ -114,3 +118,49 @@ class VersionConflict(AwakenError):
             f"thread {thread_id!r} is at version {actual}, commit expected {expected}; "
             f"another run committed first: reload the thread and retry"
         )
+
+
+MAX_ID_LENGTH = 256
+"""The longest thread, run, profile or namespace id the runtime accepts (characters)."""
+
+
+class InvalidId(AwakenError, ValueError):
+    """A thread, run, profile or namespace id that cannot be stored.
+
+    Raised before anything runs, so a bad id never leaves a half-written thread.
+    """
+
+    def __init__(self, kind: str, value: str, problem: str, fix: str) -> None:
+        self.kind = kind
+        self.value = value
+        shown = value if len(value) <= 60 else value[:57] + "..."
+        super().__init__(f"{kind} {shown!r} {problem}; {fix}")
+
+
+class InvalidInput(AwakenError, ValueError):
+    """Run input that cannot be stored (for example text with a lone surrogate)."""
+
+
+def check_id(kind: str, value: str) -> str:
+    """``value`` if it is a storable ``kind`` id (non-empty, at most
+    :data:`MAX_ID_LENGTH` characters, valid Unicode); else raise :class:`InvalidId`."""
+    if not isinstance(value, str) or not value:
+        raise InvalidId(kind, str(value), "is empty or not a string", "pass a non-empty string")
+    if len(value) > MAX_ID_LENGTH:
+        raise InvalidId(
+            kind,
+            value,
+            f"is {len(value)} characters long",
+            f"ids are at most {MAX_ID_LENGTH} characters: hash a longer key into an id",
+        )
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidId(
+                kind,
+                value,
+                f"holds a lone surrogate at index {exc.start} (not valid Unicode)",
+                "decode the id's bytes with errors='replace', or use another id",
+            ) from None
+    return value

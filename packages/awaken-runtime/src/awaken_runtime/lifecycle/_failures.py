@@ -8,6 +8,7 @@ from typing import Annotated, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "AbandonedFailure",
     "Cancelled",
     "CapabilityBoundFailure",
     "ConfigFailure",
@@ -104,6 +105,19 @@ class LeaseLostFailure(_Frozen):
     run had committed): their outcome is only in this failure and the events."""
 
 
+class AbandonedFailure(_Frozen):
+    """The process running the run stopped (crashed, was killed) before the run ended.
+
+    Found and recorded later, by a process that took the thread over once the
+    dead one's lease lapsed. The run's committed steps are kept; a call that
+    was in flight may or may not have run.
+    """
+
+    kind: Literal["abandoned"] = "abandoned"
+    thread_id: str
+    message: str
+
+
 class InternalFailure(_Frozen):
     """A bug in the runtime itself."""
 
@@ -119,6 +133,7 @@ Failure: TypeAlias = Annotated[
     | PluginFailure
     | ConfigFailure
     | LeaseLostFailure
+    | AbandonedFailure
     | InternalFailure,
     Field(discriminator="kind"),
 ]

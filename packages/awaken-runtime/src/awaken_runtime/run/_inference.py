@@ -14,8 +14,9 @@ from typing import Any
 
 from ..lifecycle._events import TextDelta
 from ..lifecycle._failures import Cancelled, ProviderFailure
-from ..messages._message import Message
+from ..messages._message import Message, ToolCall
 from ..messages._transcript import KeepAll
+from ..messages._unicode import scrub, scrub_text
 from ..models._model import InferenceParams, InferenceRequest, InferenceResponse, StreamDelta
 from ..plugins._context import (
     CONTEXT_MESSAGES,
@@ -127,7 +128,7 @@ class Inference:
                                 seq=ctx.next_seq(),
                                 run_id=ctx.run_id,
                                 channel=item.channel,
-                                delta=item.text,
+                                delta=scrub_text(item.text),
                             )
                         )
                     if token.cancelled:
@@ -159,6 +160,31 @@ class Inference:
             if seen is not None:
                 seen.end(None, RuntimeError(why))
             raise fail(ProviderFailure(provider=model.provider, model=model.model, message=why))
+        response = _storable(response)
         if seen is not None:
             seen.end(response)
         return response
+
+
+def _storable(response: InferenceResponse) -> InferenceResponse:
+    """``response`` with lone surrogates replaced (no store can encode them)."""
+    text, reasoning, calls = response.text, response.reasoning, response.tool_calls
+    clean_calls = [_storable_call(c) for c in calls]
+    update: dict[str, Any] = {}
+    if (clean := scrub_text(text)) is not text:
+        update["text"] = clean
+    if (clean := scrub_text(reasoning)) is not reasoning:
+        update["reasoning"] = clean
+    if any(new is not old for new, old in zip(clean_calls, calls, strict=True)):
+        update["tool_calls"] = clean_calls
+    return response.model_copy(update=update) if update else response
+
+
+def _storable_call(call: ToolCall) -> ToolCall:
+    fields = {"id": call.id, "name": call.name, "arguments": call.arguments}
+    if call.parse_error is not None:
+        fields["parse_error"] = call.parse_error
+    update = {k: v for k, v in fields.items() if scrub(v) is not v}
+    if not update:
+        return call
+    return call.model_copy(update={k: scrub(v) for k, v in update.items()})

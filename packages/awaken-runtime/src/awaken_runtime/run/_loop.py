@@ -37,7 +37,7 @@ from ..messages._transcript import Transcript
 from ..models._model import TokenUsage
 from ..plugins._context import CONTEXT_MESSAGES, INFERENCE_PARAMS, REQUEST_WINDOW, TOOL_FILTER
 from ..plugins._plugin import PhaseHookPoint
-from ..state._engine import Command, MergePolicy, Scope, StagedCommand
+from ..state._engine import MergePolicy, Scope
 from ..stores._thread_store import ThreadSnapshot
 from ..suspension._suspension import ParkedRun, ResumeTicket
 from ..tools._cancel import CancellationToken
@@ -47,7 +47,7 @@ from ._inference import Inference
 from ._observing import observe_start
 from ._parking import close_open_calls, parked_record, ticket_parked_calls
 from ._phases import RUNTIME, PhaseEngine
-from ._request import CONTEXT_COOLDOWNS
+from ._request import request_only_clears
 from ._run_context import Emit, RunContext
 from ._signals import End, lease_lost, log
 from ._stop import track_stops
@@ -181,7 +181,7 @@ class AgentLoop:
         data = ctx.engine.data
         s0, s1, s2, s3 = _REQUEST_ONLY_SLOTS
         clear = (
-            self._clear_request_only()
+            request_only_clears(data, ctx.assembler.take_marks(), RUNTIME)
             if s0 in data or s1 in data or s2 in data or s3 in data
             else None
         )
@@ -201,30 +201,17 @@ class AgentLoop:
         ctx.transcript.append(Message.user(message) if isinstance(message, str) else message)
         return None
 
-    def _clear_request_only(self) -> list[StagedCommand]:
-        """Commands removing the request-only entries (context, filters, params, window)."""
-        data = self.ctx.engine.data
-        clear: list[StagedCommand] = []
-        for key in (CONTEXT_MESSAGES, TOOL_FILTER, INFERENCE_PARAMS):
-            if (_RUN, key) in data:
-                remove = Command.remove(key, scope=_RUN, merge=_COMM)
-                clear.append(StagedCommand(RUNTIME, remove))
-        if (_RUN, REQUEST_WINDOW) in data:
-            clear.append(StagedCommand(RUNTIME, Command.remove(REQUEST_WINDOW, scope=_RUN)))
-        marks = self.ctx.assembler.take_marks()
-        if marks:
-            # Committed with the step, so a resumed leg keeps the cooldowns.
-            mark = Command.set(CONTEXT_COOLDOWNS, marks, scope=_RUN, merge=_COMM)
-            clear.append(StagedCommand(RUNTIME, mark))
-        return clear
-
     async def end_step(self, outcome: EndCause | None) -> EndCause | None:
         """StepEnd: hooks, checkpoint, event; then the stop conditions and max-steps."""
         ctx = self.ctx
         phases = self.phases
         if not phases.idle(_STEP_END):
             await phases.phase(_STEP_END)
-        await phases.checkpoint(force=ctx.resumed)
+        # A resumed leg's first checkpoint unparks the thread: its record says RUNNING again.
+        resumed = ctx.resumed
+        await phases.checkpoint(
+            run_record(ctx, Phase.RUNNING, None) if resumed else None, force=resumed
+        )
         ctx.open_step = False
         ctx.resumed = False
         if ctx.emit is not None:

@@ -16,9 +16,18 @@ from pydantic import ValidationError
 
 from ..messages._message import Message
 from ..messages._transcript import ChainView, MessageView
-from ..plugins._context import BAND_ORDER, Band, ContextMessage
+from ..plugins._context import (
+    BAND_ORDER,
+    CONTEXT_MESSAGES,
+    INFERENCE_PARAMS,
+    REQUEST_WINDOW,
+    TOOL_FILTER,
+    Band,
+    ContextMessage,
+)
+from ..state._engine import Command, MergePolicy, Scope, StagedCommand
 
-__all__ = ["CONTEXT_COOLDOWNS", "ReplacedContent", "RequestAssembler"]
+__all__ = ["CONTEXT_COOLDOWNS", "ReplacedContent", "RequestAssembler", "request_only_clears"]
 
 log = logging.getLogger("awaken_runtime")
 
@@ -156,3 +165,20 @@ def _as_message(entry: ContextMessage) -> Message:
         content=entry.content,
         metadata={"context_key": entry.key, "band": entry.band.value},
     )
+
+
+def request_only_clears(data: Any, marks: dict[str, Any] | None, owner: str) -> list[StagedCommand]:
+    """Commands (by ``owner``) removing the request-only entries (context, filters,
+    params, window) from run state, plus the context cooldown ``marks``."""
+    run, comm = Scope.RUN, MergePolicy.COMMUTATIVE
+    clear: list[StagedCommand] = []
+    for key in (CONTEXT_MESSAGES, TOOL_FILTER, INFERENCE_PARAMS):
+        if (run, key) in data:
+            clear.append(StagedCommand(owner, Command.remove(key, scope=run, merge=comm)))
+    if (run, REQUEST_WINDOW) in data:
+        clear.append(StagedCommand(owner, Command.remove(REQUEST_WINDOW, scope=run)))
+    if marks:
+        # Committed with the step, so a resumed leg keeps the cooldowns.
+        mark = Command.set(CONTEXT_COOLDOWNS, marks, scope=run, merge=comm)
+        clear.append(StagedCommand(owner, mark))
+    return clear

@@ -36,7 +36,7 @@ from ._ending import bound_failure
 from ._loop import AgentLoop
 from ._parking import close_open_calls, open_calls, parked_record, ticket_parked_calls
 from ._run_context import Parked
-from ._signals import End, lease_lost
+from ._signals import End, abandoned, lease_lost
 from ._stop import track_stops
 
 __all__ = ["Resumer"]
@@ -130,15 +130,14 @@ class Resumer:
         """End a run whose last resume died after claiming every ticket (no ticket left).
 
         Its claimed calls may have run: the model is told their outcome is
-        unknown. The run ends ``Error(LeaseLostFailure)``: it lost its thread
-        when its process stopped.
+        unknown. The run ends ``Error(AbandonedFailure)``: its process stopped.
         """
         loop = self.loop
         ctx = loop.ctx
         ctx.kept_tickets = []
         loop.start_event("resume")
         return await loop.finish(
-            lease_lost(
+            abandoned(
                 ctx.binding.thread_id,
                 f"the process resuming run {parked.run_id!r} stopped after claiming its "
                 f"last decision(s) and before the run ended; the thread was recovered",

@@ -13,10 +13,10 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from ..lifecycle._failures import Cancelled, EndCause, Error, LeaseLostFailure
+from ..lifecycle._failures import AbandonedFailure, Cancelled, EndCause, Error, LeaseLostFailure
 from ..tools._cancel import CancellationToken
 
-__all__ = ["End", "bind", "bind2", "fail", "interrupted", "lease_lost", "log"]
+__all__ = ["End", "abandoned", "bind", "bind2", "fail", "interrupted", "lease_lost", "log"]
 
 log = logging.getLogger("awaken_runtime")
 
@@ -36,6 +36,11 @@ def fail(failure: Any) -> End:
 def lease_lost(thread_id: str, why: str) -> Error:
     """The end cause of a run that lost its thread (``why``: what the store said)."""
     return Error(failure=LeaseLostFailure(thread_id=thread_id, message=why))
+
+
+def abandoned(thread_id: str, why: str) -> Error:
+    """The end cause of a run whose process died, recorded by the one that took over."""
+    return Error(failure=AbandonedFailure(thread_id=thread_id, message=why))
 
 
 def interrupted(token: CancellationToken) -> BaseException:

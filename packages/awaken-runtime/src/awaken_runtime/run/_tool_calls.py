@@ -23,6 +23,7 @@ from .._errors import ToolError
 from ..lifecycle._events import ToolCallDone, ToolCallReady
 from ..lifecycle._failures import Cancelled, ToolFailure
 from ..messages._message import Message, ToolCall, new_id
+from ..messages._unicode import scrub_text
 from ..plugins._gates import AwaitReason, Block, Schedule, ShortCircuit, Suspend, winner
 from ..plugins._plugin import PhaseHookPoint
 from ..state._engine import StagedCommand
@@ -350,7 +351,8 @@ class ToolCallExecutor:
         ctx = self.ctx
         if ctx.cancel.cancelled:
             raise End(Cancelled())
-        content, is_error = output.content, output.is_error
+        # A tool's text may hold lone surrogates (os.listdir of non-UTF-8 names): replaced.
+        content, is_error = scrub_text(output.content), output.is_error
         ctx.transcript.append(
             Message(
                 id=new_id(),

@@ -8,35 +8,38 @@ gone), before it starts anything new on the thread.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from ..lifecycle._failures import Phase
 from ..run._resume import Resumer
-from ..run._signals import lease_lost
-from ..stores._lease import LeaseGuard
+from ..run._signals import abandoned
+from ..stores._lease import LeaseGuard, guard_lease
 from ..stores._thread_store import ScopeBinding, ThreadSnapshot, ThreadStore
+from ..suspension._suspension import ThreadBusy
 from ._tickets import load_parked
 
 if TYPE_CHECKING:
     from ._runtime import Runtime
 
-__all__ = ["end_dead_run", "recover", "stranded"]
+__all__ = ["end_dead_run", "recover", "stranded", "sweep"]
 
 
 def stranded(snapshot: ThreadSnapshot) -> bool:
-    """A run left behind by a dead process: parked with no ticket, or still RUNNING."""
+    """A run left behind by a dead process: parked with no ticket, still RUNNING, or
+    WAITING on a thread that is no longer parked (a resume that died mid-step)."""
     parked, latest = snapshot.parked, snapshot.latest_run
     if parked is not None:
         return not parked.tickets
-    return latest is not None and latest.phase is Phase.RUNNING
+    return latest is not None and latest.phase is not Phase.ENDED
 
 
 async def end_dead_run(store: ThreadStore, binding: ScopeBinding, snapshot: ThreadSnapshot) -> None:
     """End the ``RUNNING`` record of a run that died mid-step (its whole steps are kept)."""
     dead = snapshot.latest_run
     assert dead is not None
-    cause = lease_lost(
+    cause = abandoned(
         binding.thread_id, f"the process running run {dead.run_id!r} stopped before it ended"
     )
     record = dead.model_copy(
@@ -53,7 +56,7 @@ async def recover(
     Call it only with the thread's lease held. A run that died mid-step kept
     its whole steps only, so just its record is ended; a run whose resume died
     after the claim is ended through its loop (its claimed calls: outcome
-    unknown). Either way the cause is ``Error(LeaseLostFailure)``.
+    unknown). Either way the cause is ``Error(AbandonedFailure)``.
     """
     thread_id = binding.thread_id
     if snapshot.parked is None:
@@ -66,3 +69,46 @@ async def recover(
     legs = Resumer(loop)
     legs.restore(snapshot, parked)
     await legs.abandon(parked)
+
+
+async def sweep(runtime: Runtime, thread_ids: Iterable[str] | None = None) -> list[str]:
+    """End the runs dead processes left on ``thread_ids`` (default: every thread).
+
+    A thread whose lease is live is skipped: its run is alive somewhere. Only
+    stores with leases can prove a run dead; on others this finds nothing.
+    Returns the ids of the runs it ended (``Error(AbandonedFailure)``).
+    """
+    store = runtime.store
+    ids = list(thread_ids) if thread_ids is not None else await _every_thread(store)
+    ended: list[str] = []
+    for thread_id in ids:
+        async with runtime._lock(thread_id):
+            try:
+                async with guard_lease(store, thread_id) as lease:
+                    if lease is None:
+                        return ended
+                    binding = ScopeBinding(thread_id, "default", "default")
+                    snapshot = await store.load(binding)
+                    if not stranded(snapshot):
+                        continue
+                    parked, latest = snapshot.parked, snapshot.latest_run
+                    dead = parked.run_id if parked else latest.run_id if latest else ""
+                    await recover(runtime, binding, snapshot, lease)
+                    ended.append(dead)
+            except ThreadBusy:
+                continue
+    return ended
+
+
+async def _every_thread(store: ThreadStore) -> list[str]:
+    lister = getattr(store, "list_threads", None)
+    if not callable(lister):
+        return []
+    ids: list[str] = []
+    after: str | None = None
+    while True:
+        page = await lister(after=after, limit=500)
+        ids += [info.thread_id for info in page]
+        if len(page) < 500:
+            return ids
+        after = page[-1].thread_id

@@ -6,11 +6,11 @@ import asyncio
 import contextlib
 import inspect
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from datetime import UTC, datetime
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, cast
 
-from .._errors import AgentConfigError
+from .._errors import AgentConfigError, check_id
 from ..agents._resolve import ExecutableAgentSnapshot, Registries, ResolvedAgent, resolve_agent
 from ..delegation._delegation import (
     ChildRunner,
@@ -28,6 +28,7 @@ from ..run._loop import AgentLoop
 from ..run._resume import Resumer
 from ..stores._lease import LeaseGuard, guard_lease
 from ..stores._memory import InMemoryStore
+from ..stores._ports import PruneReport, Retention
 from ..stores._thread_store import ScopeBinding, ThreadStore
 from ..suspension._suspension import (
     Decision,
@@ -38,7 +39,8 @@ from ..suspension._suspension import (
 )
 from ..tools._cancel import CancellationToken
 from ._event_log import EventLog, has_event_log
-from ._recovery import recover, stranded
+from ._input import input_messages
+from ._recovery import recover, stranded, sweep
 from ._streaming import EventSink, stream_run
 from ._tickets import (
     TicketLike,
@@ -56,14 +58,6 @@ RunInput = str | Message | Sequence[Message]
 
 OnAwait = Callable[[ResumeTicket], "Decision | Awaitable[Decision | None] | None"]
 """Answers one ticket for :meth:`Runtime.run_to_completion`; ``None`` leaves it waiting."""
-
-
-def _input_messages(value: RunInput) -> list[Message]:
-    if isinstance(value, str):
-        return [Message.user(value)]
-    if isinstance(value, Message):
-        return [value]
-    return list(value)
 
 
 class Runtime:
@@ -87,16 +81,13 @@ class Runtime:
         observer: RunObserver | None = None,
     ) -> None:
         self.registries = registries
-        self.observer = observer
-        """Told about every run leg, inference and tool call (tracing); ``None``: nothing."""
+        self.observer = observer  # told of every leg, inference and tool call (tracing)
         self.store: ThreadStore = store if store is not None else InMemoryStore()
         self.discovery = discovery
         self.ticket_secret = ticket_secret
         self._resolved: dict[str, ResolvedAgent] = {}
         # Weak: a lock lives while a run holds it, so many threads do not pile up.
-        self._thread_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
-            weakref.WeakValueDictionary()
-        )
+        self._thread_locks = weakref.WeakValueDictionary[str, asyncio.Lock]()
         self.delegation: RunDelegationService = (
             delegation if delegation is not None else NativeDelegationService(self)
         )
@@ -173,6 +164,13 @@ class Runtime:
         Raises ``ThreadBusy`` if the thread has a run waiting for decisions, or
         an active run elsewhere (the store's per-thread lease).
         """
+        if thread_id is not None:
+            check_id("thread id", thread_id)
+        if run_id is not None:
+            check_id("run id", run_id)
+        check_id("profile id", profile_id)
+        check_id("namespace", namespace)
+        messages = input_messages(input)
         resolved = self._agent(agent)
         binding = ScopeBinding(thread_id or new_id("thread_"), profile_id, namespace)
         async with (
@@ -191,7 +189,7 @@ class Runtime:
             loop = self._new_loop(
                 resolved, binding, run_id or new_id("run_"), cancel, on_event, lease
             )
-            return await loop.run(snapshot, _input_messages(input))
+            return await loop.run(snapshot, messages)
 
     async def stream(
         self, agent: str | ExecutableAgentSnapshot, input: RunInput, **kwargs: Any
@@ -335,6 +333,16 @@ class Runtime:
             legs = Resumer(loop)
             legs.restore(snapshot, parked)
             return await legs.cancel_parked(parked)
+
+    async def recover_abandoned(self, thread_ids: Iterable[str] | None = None) -> list[str]:
+        """End (``Error(AbandonedFailure)``) the runs dead processes left on the threads
+        (default: all) whose lease lapsed; returns their ids. See ``_recovery.sweep``."""
+        return await sweep(self, thread_ids)
+
+    async def prune(self, older_than: datetime | timedelta) -> PruneReport:
+        """:meth:`recover_abandoned`, then the store's ``prune`` (which keeps live runs)."""
+        await sweep(self)
+        return await cast("Retention", self.store).prune(older_than)
 
     async def run_to_completion(
         self,

@@ -5,6 +5,8 @@
 ``file:///abs/dir``          :class:`FileStore`: append-only JSONL per thread
 ``sqlite:///rel.db``         :class:`SQLiteStore`: the embedded default (WAL)
 ``sqlite:////abs/awaken.db``  (an absolute path: four slashes)
+``postgresql://...``         with awaken-store-postgres installed (any scheme
+                             registered in the ``awaken.stores`` entry points)
 ===========================  ==============================================
 
 ``open_store(url)`` returns a backend implementing every port (:class:`FullStore`);
@@ -66,6 +68,7 @@ _LAZY = {
     "SQLiteStore": "._sqlite",
     "SCHEMA_VERSION": "._sqlite_schema",
     "STORE_ENV": "._url",
+    "STORE_GROUP": "._url",
     "default_store_url": "._url",
     "open_store": "._url",
 }
@@ -84,12 +87,13 @@ if TYPE_CHECKING:
     from ._file import FileStore
     from ._sqlite import SQLiteStore
     from ._sqlite_schema import SCHEMA_VERSION
-    from ._url import STORE_ENV, default_store_url, open_store
+    from ._url import STORE_ENV, STORE_GROUP, default_store_url, open_store
 
 __all__ = [
     "DEFAULT_LEASE_TTL",
     "SCHEMA_VERSION",
     "STORE_ENV",
+    "STORE_GROUP",
     "CheckpointReader",
     "CommittedThreadView",
     "ConfigNotFound",

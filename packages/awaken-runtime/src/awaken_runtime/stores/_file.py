@@ -45,13 +45,24 @@ def _json(model: Any) -> str:
 
 
 class FileStore:
-    """A full store in a directory of append-only JSONL files."""
+    """A full store in a directory of append-only JSONL files.
 
-    def __init__(self, directory: str | os.PathLike[str], *, lease_ttl: float = 30.0) -> None:
+    Each process mirrors the threads it touches in memory, at most
+    ``max_cached_threads`` of them between operations (least recently used
+    first out; an evicted thread is re-read from its file when next used).
+    """
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        lease_ttl: float = 30.0,
+        max_cached_threads: int = 256,
+    ) -> None:
         self.dir = Path(directory)
         self.lease_ttl = lease_ttl
         """Seconds a run's lease on a thread lives without renewal."""
-        self._files = FileMirror(self.dir)
+        self._files = FileMirror(self.dir, max_cached_threads)
         self.core = self._files.core
 
     # -- ThreadStore --------------------------------------------------------------------

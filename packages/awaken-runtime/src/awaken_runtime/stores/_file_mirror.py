@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from urllib.parse import quote, unquote
 
 from pydantic import ValidationError
 
+from .._errors import InvalidId, check_id
 from ..messages._message import Message
 from ..state._engine import Command, CommittedBatch, Scope
 from ..suspension._suspension import ParkedRun
@@ -33,6 +35,27 @@ from ._ports import ConfigVersion
 from ._thread_store import RunRecord, ScopeBinding
 
 __all__ = ["FileMirror", "Tail"]
+
+_NAME_MAX = 255
+"""Bytes in one file name on every common file system (ext4, APFS, NTFS)."""
+
+
+def _file_name(kind: str, item_id: str) -> str:
+    try:
+        name = quote(item_id, safe="") + ".jsonl"
+    except UnicodeEncodeError:
+        check_id(kind, item_id)  # raises InvalidId naming the surrogate
+        raise
+    if len(name) > _NAME_MAX:
+        raise InvalidId(
+            kind,
+            item_id,
+            f"is too long for the file store: its file name would be {len(name)} bytes and "
+            f"file systems allow {_NAME_MAX}",
+            "use a shorter id (at most 249 ASCII letters, digits or '-_.~'; other characters "
+            "take 3 to 12 bytes each), or the SQLite store",
+        )
+    return name
 
 
 @dataclass(slots=True)
@@ -47,8 +70,13 @@ class Tail:
 class FileMirror:
     """The lock, the tails and the :class:`Core` of one store directory."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, max_threads: int = 256) -> None:
+        if max_threads < 1:
+            raise ValueError(f"max_cached_threads must be at least 1, got {max_threads}")
         self.dir = directory
+        self.max_threads = max_threads
+        """Threads kept in memory between operations; the least recently used go first."""
+        self._recent: OrderedDict[str, None] = OrderedDict()
         try:
             for sub in ("threads", "events"):
                 (directory / sub).mkdir(parents=True, exist_ok=True)
@@ -69,15 +97,26 @@ class FileMirror:
         """Hold the process and file locks, with the global log read to its end."""
         with self._mutex, exclusive(self.dir / "LOCK"):
             self._sync_global()
-            yield
+            try:
+                yield
+            finally:
+                self._trim()
+
+    def _trim(self) -> None:
+        # Everything is on disk: an evicted thread is re-read from its file when next used.
+        recent = self._recent
+        while len(recent) > self.max_threads:
+            tid, _ = recent.popitem(last=False)
+            self.forget(tid)
+            self._tails.pop(self.thread_path(tid), None)
 
     def thread_path(self, thread_id: str) -> Path:
-        """The JSONL file of a thread."""
-        return self.dir / "threads" / (quote(thread_id, safe="") + ".jsonl")
+        """The JSONL file of a thread (``InvalidId`` if no file can have that name)."""
+        return self.dir / "threads" / _file_name("thread id", thread_id)
 
     def event_path(self, run_id: str) -> Path:
         """The JSONL event log of a run."""
-        return self.dir / "events" / (quote(run_id, safe="") + ".jsonl")
+        return self.dir / "events" / _file_name("run id", run_id)
 
     def event_runs(self) -> list[str]:
         """The run ids of every event log in the directory."""
@@ -104,13 +143,24 @@ class FileMirror:
     def sync_thread(self, tid: str) -> ThreadData | None:
         """Read the thread's new lines; its mirrored data, or None if it has no file."""
         path = self.thread_path(tid)
+        recent = self._recent
+        recent[tid] = None
+        recent.move_to_end(tid)
         tail = self._tail(path, lambda: self.forget(tid))
         if tail is None:
             return None
-        records, tail.pos, _lines = read_lines(path, tail.pos, tail.lines)
-        for _offset, record in records:
-            tail.lines += 1
-            self._replay(tid, record, path, tail.lines)
+        records, end, _lines = read_lines(path, tail.pos, tail.lines)
+        try:
+            for _offset, record in records:
+                self._replay(tid, record, path, tail.lines + 1)
+                tail.lines += 1
+        except StoreCorrupt:
+            # Forget what was replayed: the next access reads the file from its start and
+            # fails the same way, so no commit is ever appended on top of a bad line.
+            self.forget(tid)
+            del self._tails[path]
+            raise
+        tail.pos = end
         return self.core.threads.get(tid)
 
     def all_threads(self) -> list[str]:

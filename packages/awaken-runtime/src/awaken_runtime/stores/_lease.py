@@ -118,6 +118,8 @@ async def guard_lease(
         return
     if ttl is None:
         ttl = float(getattr(store, "lease_ttl", DEFAULT_LEASE_TTL))
+    if _UNRELEASED:
+        await _retry_releases(store)
     guard = LeaseGuard(
         store, await store.acquire_lease(thread_id, holder or new_holder(), ttl), ttl
     )
@@ -148,7 +150,32 @@ async def guard_lease(
         try:
             await store.release_lease(guard.lease)  # a lost lease: the store ignores it
         except Exception:
-            log.exception("could not release the lease on thread %r", thread_id)
+            log.exception(
+                "could not release the lease on thread %r; retried before the next lease "
+                "this process takes on the store (it expires anyway in %.0f s)",
+                thread_id,
+                ttl,
+            )
+            _UNRELEASED.setdefault(id(store), (store, []))[1].append(guard.lease)
+
+
+_UNRELEASED: dict[int, tuple[Any, list[Lease]]] = {}
+"""Leases whose release failed (disk full, network), per store: released at the next
+opportunity, so the thread is not blocked for a whole ttl once the store works again."""
+
+
+async def _retry_releases(store: Any) -> None:
+    entry = _UNRELEASED.get(id(store))
+    if entry is None or entry[0] is not store:
+        return
+    pending = entry[1]
+    while pending:
+        try:
+            await store.release_lease(pending[0])
+        except Exception:
+            return  # still failing: the leases expire on their own
+        pending.pop(0)
+    del _UNRELEASED[id(store)]
 
 
 _LEASE_SUPPORT: dict[type[Any], bool] = {}

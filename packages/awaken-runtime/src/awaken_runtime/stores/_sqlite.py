@@ -27,10 +27,11 @@ from ..state._engine import Command, CommittedBatch, Scope, StoreKey
 from ..suspension._suspension import ParkedRun
 from . import _sqlite_extras as extras
 from ._core import merge_run, persistent
-from ._errors import LeaseLost, StoreIOError
+from ._errors import LeaseLost, StoreCorrupt, StoreIOError
 from ._memory import config_dict, find_config
 from ._ports import ConfigVersion, Lease, Page, PruneReport, StreamEvent, ThreadInfo, cutoff
 from ._sqlite_ops import apply_command_sql, insert_commit, load_scope
+from ._sqlite_rows import decode_one, decode_rows
 from ._sqlite_schema import connect, guarded
 from ._thread_store import RunRecord, ScopeBinding, ThreadSnapshot
 
@@ -88,17 +89,29 @@ class SQLiteStore:
                 )
             ]
             # One validation call for the whole list: ~35% faster than one per row.
-            messages = _MESSAGES.validate_json("[" + ",".join(bodies) + "]")
+            messages = decode_rows(self.path, f"thread {tid!r} message", _MESSAGES, Message, bodies)
             state: dict[StoreKey, Any] = {}
-            load_scope(cur, Scope.THREAD, tid, state)
-            load_scope(cur, Scope.PROFILE, binding.profile_id, state)
-            load_scope(cur, Scope.SHARED, binding.namespace, state)
+            for scope, owner in (
+                (Scope.THREAD, tid),
+                (Scope.PROFILE, binding.profile_id),
+                (Scope.SHARED, binding.namespace),
+            ):
+                try:
+                    load_scope(cur, scope, owner, state)
+                except ValueError as exc:
+                    raise StoreCorrupt(
+                        self.path, f"a {scope.value} state row of {owner!r} is not JSON ({exc})"
+                    ) from None
             latest = None
             if row is not None and row[2] is not None:
-                latest = _run(cur, row[2])
+                latest = self._run(cur, row[2])
         if row is None:
             return ThreadSnapshot(tid, messages, state, 0)
-        parked = ParkedRun.model_validate_json(row[1]) if row[1] else None
+        parked = (
+            decode_one(self.path, f"thread {tid!r} parked run", ParkedRun, row[1])
+            if row[1]
+            else None
+        )
         return ThreadSnapshot(tid, messages, state, row[0], parked, latest)
 
     async def commit(
@@ -123,7 +136,7 @@ class SQLiteStore:
                 raise VersionConflict(tid, expected_version, version)
             record = None
             if run_record is not None:
-                record = merge_run(tid, _run(cur, run_record.run_id), run_record)
+                record = merge_run(tid, self._run(cur, run_record.run_id), run_record)
                 latest = record.run_id
             insert_commit(cur, binding, (n_msg, n_batch), messages, kept, record)
             cur.execute(
@@ -156,7 +169,9 @@ class SQLiteStore:
         """Messages with seq > ``after``."""
         after = max(after, 0)
         bodies, more = self._page("messages", thread_id, after, limit)
-        return Page([Message.model_validate_json(b) for b in bodies], after + len(bodies), more)
+        what = f"thread {thread_id!r} message"
+        items = decode_rows(self.path, what, _MESSAGES, Message, bodies)
+        return Page(items, after + len(bodies), more)
 
     async def read_batches(
         self, thread_id: str, after: int = 0, limit: int = 100
@@ -164,13 +179,17 @@ class SQLiteStore:
         """Persisted batches with seq > ``after``."""
         after = max(after, 0)
         bodies, more = self._page("batches", thread_id, after, limit)
-        items = [CommittedBatch.model_validate_json(b) for b in bodies]
+        what = f"thread {thread_id!r} batch"
+        items = [
+            decode_one(self.path, f"{what} {after + i}", CommittedBatch, b)
+            for i, b in enumerate(bodies, 1)
+        ]
         return Page(items, after + len(items), more)
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         """The record of ``run_id``."""
         with self._tx("read a run from", write=False) as cur:
-            return _run(cur, run_id)
+            return self._run(cur, run_id)
 
     async def list_runs(self, thread_id: str) -> list[RunRecord]:
         """A thread's run records, oldest first."""
@@ -178,7 +197,7 @@ class SQLiteStore:
             rows = cur.execute(
                 "SELECT body FROM runs WHERE thread_id=? ORDER BY rowid", (thread_id,)
             ).fetchall()
-        return [RunRecord.model_validate_json(r[0]) for r in rows]
+        return [decode_one(self.path, f"thread {thread_id!r} run", RunRecord, r[0]) for r in rows]
 
     async def list_threads(
         self,
@@ -305,12 +324,11 @@ class SQLiteStore:
         with self._tx("prune") as cur:
             return extras.prune(cur, cut)
 
+    def _run(self, cur: sqlite3.Cursor, run_id: str) -> RunRecord | None:
+        row = cur.execute("SELECT body FROM runs WHERE run_id=?", (run_id,)).fetchone()
+        return decode_one(self.path, f"run {run_id!r}", RunRecord, row[0]) if row else None
+
     async def close(self) -> None:
         """Close the connection."""
         with self._mutex:
             self._conn.close()
-
-
-def _run(cur: sqlite3.Cursor, run_id: str) -> RunRecord | None:
-    row = cur.execute("SELECT body FROM runs WHERE run_id=?", (run_id,)).fetchone()
-    return RunRecord.model_validate_json(row[0]) if row else None

@@ -1,4 +1,6 @@
-"""Store URLs: ``memory://``, ``file:///dir``, ``sqlite:///path/awaken.db``."""
+"""Store URLs: ``memory://``, ``file:///dir``, ``sqlite:///path/awaken.db``, and any
+scheme an installed distribution registers in the ``awaken.stores`` entry-point group
+(``postgresql://`` from awaken-store-postgres)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,11 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from .._errors import AwakenError
 
-__all__ = ["STORE_ENV", "default_store_url", "open_store"]
+__all__ = ["STORE_ENV", "STORE_GROUP", "default_store_url", "open_store"]
+
+STORE_GROUP = "awaken.stores"
+"""Entry-point group of store factories: name = URL scheme, value = ``factory(url) -> store``
+(the factory does no I/O; the store connects on first use)."""
 
 STORE_ENV = "AWAKEN_STORE"
 """Environment variable the CLI reads a store URL from."""
@@ -29,10 +35,13 @@ def open_store(url: str) -> Any:
 
     ``sqlite:///rel.db`` is relative, ``sqlite:////abs/awaken.db`` absolute
     (as in SQLAlchemy); ``file:///abs/dir`` is absolute. The query may set
-    ``lease_ttl`` (seconds), e.g. ``sqlite:///awaken.db?lease_ttl=10``.
+    ``lease_ttl`` (seconds), e.g. ``sqlite:///awaken.db?lease_ttl=10``. Other
+    schemes are looked up in the :data:`STORE_GROUP` entry points.
     """
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
+    if scheme not in _BUILT_IN:
+        return _plugin_store(url, scheme)
     options = _options(url, parts.query)
     if scheme == "memory":
         from ._memory import InMemoryStore
@@ -52,10 +61,34 @@ def open_store(url: str) -> Any:
         if not path:
             raise AwakenError(f"store URL {url!r} has no directory; use file:///path/to/dir")
         return FileStore(path, **options)
-    raise AwakenError(
-        f"unknown store URL {url!r}; use memory://, file:///path/to/dir or "
-        f"sqlite:///path/awaken.db (set it with --store or {STORE_ENV})"
-    )
+    raise AssertionError(scheme)  # pragma: no cover - _BUILT_IN lists the three above
+
+
+_BUILT_IN = frozenset({"memory", "sqlite", "file"})
+
+
+def _plugin_store(url: str, scheme: str) -> Any:
+    from importlib.metadata import entry_points
+
+    found = {ep.name.lower(): ep for ep in entry_points(group=STORE_GROUP)}
+    entry = found.get(scheme)
+    if entry is None:
+        extra = "".join(f", {name}://" for name in sorted(found))
+        hint = (
+            "" if "postgresql" in found else "; pip install awaken-store-postgres for postgresql://"
+        )
+        raise AwakenError(
+            f"unknown store URL {url!r}; use memory://, file:///path/to/dir, "
+            f"sqlite:///path/awaken.db{extra} (set it with --store or {STORE_ENV}){hint}"
+        )
+    try:
+        factory = entry.load()
+    except Exception as exc:
+        raise AwakenError(
+            f"store scheme {scheme!r} is registered by {entry.value!r}, which failed to "
+            f"import ({type(exc).__name__}: {exc}); reinstall its distribution"
+        ) from exc
+    return factory(url)
 
 
 def _options(url: str, query: str) -> dict[str, Any]:

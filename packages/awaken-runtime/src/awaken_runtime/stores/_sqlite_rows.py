@@ -1,0 +1,47 @@
+"""Decoding the SQLite backend's JSON rows: a bad row is ``StoreCorrupt``, never a raw error.
+
+Rows are trusted on the fast path (one validation call for a whole list);
+only when that fails is each row decoded on its own, to name the bad one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, TypeAdapter
+
+from ._errors import StoreCorrupt
+
+__all__ = ["decode_one", "decode_rows"]
+
+M = TypeVar("M", bound=BaseModel)
+
+_DECODE_ERRORS = (ValueError, TypeError, KeyError)
+"""What decoding a damaged row raises (pydantic's ValidationError is a ValueError)."""
+
+
+def _why(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"
+
+
+def decode_one(path: str, what: str, model: type[M], body: Any) -> M:
+    """``body`` as ``model``; ``StoreCorrupt`` naming ``what`` if it is not one."""
+    try:
+        return model.model_validate_json(body)
+    except _DECODE_ERRORS as exc:
+        raise StoreCorrupt(path, f"{what} is not a valid {model.__name__} ({_why(exc)})") from None
+
+
+def decode_rows(
+    path: str, what: str, adapter: TypeAdapter[list[M]], model: type[M], bodies: Sequence[Any]
+) -> list[M]:
+    """Every body as ``model`` (``what`` names the rows, e.g. "thread 't1' message")."""
+    try:
+        return adapter.validate_json("[" + ",".join(bodies) + "]")
+    except _DECODE_ERRORS:
+        pass
+    for i, body in enumerate(bodies, 1):
+        decode_one(path, f"{what} row {i}", model, body)
+    raise StoreCorrupt(path, f"the {what} rows do not decode together")  # pragma: no cover
