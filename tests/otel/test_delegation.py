@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
-from opentelemetry.trace import SpanKind
+from opentelemetry.trace import SpanKind, StatusCode
 
 from awaken_otel import names as n
 from awaken_runtime import (
@@ -149,3 +149,26 @@ async def test_concurrent_runs_of_one_runtime_keep_their_traces_apart(
                 "chat s-left",
             ]
         )
+
+
+async def test_a_remote_agent_call_is_a_client_span_under_the_delegating_call(
+    otel: Any,
+) -> None:
+    """What a remote delegation service (an A2A client) wraps its call in."""
+    telemetry = otel.telemetry()
+    tracer = otel.tracer_provider.get_tracer("app")
+    with tracer.start_as_current_span("execute_tool agent_run") as tool_span:
+        with telemetry.remote_agent("peer", conversation_id="ctx-1"):
+            pass
+        try:
+            with telemetry.remote_agent("peer"):
+                raise ConnectionError("peer down")
+        except ConnectionError:
+            pass
+    ok, failed = otel.spans("invoke_agent")
+    for span in (ok, failed):
+        assert span.kind is SpanKind.CLIENT and span.name == "invoke_agent peer"
+        assert span.parent.span_id == tool_span.get_span_context().span_id
+    assert ok.attributes[n.CONVERSATION_ID] == "ctx-1"
+    assert failed.attributes[n.ERROR_TYPE] == "ConnectionError"
+    assert failed.status.status_code is StatusCode.ERROR

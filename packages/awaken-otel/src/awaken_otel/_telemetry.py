@@ -15,6 +15,8 @@ Where a leg's ``invoke_agent`` span goes:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
@@ -27,7 +29,7 @@ from awaken_runtime import ObservedRun
 
 from . import _names as n
 from ._providers import chat_attributes
-from ._spans import RunSpan
+from ._spans import RunSpan, error_type
 
 __all__ = ["GenAITelemetry"]
 
@@ -100,6 +102,23 @@ class GenAITelemetry:
         )
         self._open[run.run_id] = (span, trace.get_current_span().get_span_context().span_id)
         return RunSpan(self, span, run)
+
+    @contextmanager
+    def remote_agent(self, agent: str, *, conversation_id: str | None = None) -> Iterator[Span]:
+        """A CLIENT ``invoke_agent {agent}`` span, current while a call to a remote agent
+        (e.g. an A2A peer behind a ``RunDelegationService``) is in flight; inside a
+        delegating tool it nests under that tool's span. An exception marks it failed."""
+        attributes: dict[str, Any] = {n.OPERATION_NAME: n.INVOKE_AGENT, n.AGENT_NAME: agent}
+        if conversation_id is not None:
+            attributes[n.CONVERSATION_ID] = conversation_id
+        with self.tracer.start_as_current_span(
+            f"{n.INVOKE_AGENT} {agent}", kind=SpanKind.CLIENT, attributes=attributes
+        ) as span:
+            try:
+                yield span
+            except BaseException as exc:
+                span.set_attribute(n.ERROR_TYPE, error_type(exc))
+                raise
 
     def leg_ended(self, run_id: str, counted: dict[str, Any]) -> None:
         """A leg's span ended: forget it and count the leg."""
