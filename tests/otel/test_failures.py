@@ -64,7 +64,7 @@ def litellm_runtime(server: Any, observer: Any, **agent: Any) -> Any:
     )
 
 
-@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::UserWarning:pydantic.*")
 async def test_a_provider_failure_marks_the_call_and_the_run(
     otel: Any, server: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -108,7 +108,7 @@ async def test_a_provider_failure_marks_the_call_and_the_run(
     }
 
 
-@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::UserWarning:pydantic.*")
 async def test_a_litellm_answer_reports_the_response_id_and_model(
     otel: Any, server: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
