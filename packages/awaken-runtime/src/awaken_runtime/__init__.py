@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         StateValueError,
         ToolError,
         VersionConflict,
+        check_id,
     )
     from .agents._config import AgentConfig
     from .agents._resolve import CatalogFingerprint, ExecutableAgentSnapshot, ResolvedPlugin
@@ -364,6 +365,7 @@ __all__ = [
     "UnknownModelError",
     "VersionConflict",
     "__version__",
+    "check_id",
     "discover",
     "event_adapter",
     "from_openai",

@@ -23,6 +23,7 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
         "StateValueError",
         "ToolError",
         "VersionConflict",
+        "check_id",
     ),
     "agents._config": ("AgentConfig",),
     "agents._resolve": (

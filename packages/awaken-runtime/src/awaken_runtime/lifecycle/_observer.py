@@ -36,8 +36,9 @@ __all__ = [
     "ToolObservation",
 ]
 
-Leg = Literal["start", "resume", "cancel"]
-"""How a leg begins: a new run, decisions continuing a parked run, or cancelling it."""
+Leg = Literal["start", "resume", "cancel", "continue"]
+"""How a leg begins: a new run, decisions continuing a parked run, cancelling it, or
+continuing a run a dead process left running (``Runtime.continue_run``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +52,8 @@ class ObservedRun:
     parent_run_id: str | None = None
     """The delegating run, for a sub-agent."""
     leg: Leg = "start"
-    """``start`` (a new run), ``resume`` (decisions continue a parked run) or ``cancel``."""
+    """``start`` (a new run), ``resume`` (decisions continue a parked run), ``cancel``
+    or ``continue`` (a run a dead process left running)."""
     parked: tuple[Mapping[str, str], ...] = ()
     """For a resumed or cancelled leg: the distinct ``ResumeTicket.trace`` values of the
     tickets it answers (what ``RunObservation.trace`` gave the leg that parked them)."""

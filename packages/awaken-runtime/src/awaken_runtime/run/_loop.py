@@ -38,7 +38,7 @@ from ..models._model import TokenUsage
 from ..plugins._context import CONTEXT_MESSAGES, INFERENCE_PARAMS, REQUEST_WINDOW, TOOL_FILTER
 from ..plugins._plugin import PhaseHookPoint
 from ..state._engine import MergePolicy, Scope
-from ..stores._thread_store import ThreadSnapshot
+from ..stores._thread_store import RunRecord, ThreadSnapshot
 from ..suspension._suspension import ParkedRun, ResumeTicket
 from ..tools._cancel import CancellationToken
 from ._ending import bound_failure, leg_result, run_record
@@ -209,9 +209,8 @@ class AgentLoop:
             await phases.phase(_STEP_END)
         # A resumed leg's first checkpoint unparks the thread: its record says RUNNING again.
         resumed = ctx.resumed
-        await phases.checkpoint(
-            run_record(ctx, Phase.RUNNING, None) if resumed else None, force=resumed
-        )
+        record = run_record(ctx, Phase.RUNNING, None) if resumed or ctx.progress else None
+        await phases.checkpoint(record, force=resumed)
         ctx.open_step = False
         ctx.resumed = False
         if ctx.emit is not None:
@@ -306,6 +305,21 @@ class AgentLoop:
             return await self.finish(bound_failure(exc))
         except VersionConflict as exc:
             return await self.finish(lease_lost(ctx.binding.thread_id, str(exc)))
+        return await self.drive()
+
+    async def carry_on(self, snapshot: ThreadSnapshot, record: RunRecord) -> RunState:
+        """Continue a run whose process died, from its last committed step (``record``)."""
+        ctx = self.ctx
+        ctx.cancel.attach()
+        ctx.parked, ctx.held, ctx.resumed = [], [], False
+        track_stops(ctx)
+        ctx.version = snapshot.version
+        ctx.engine.data.update(snapshot.state)
+        ctx.transcript = Transcript(snapshot.messages)
+        ctx.history_call_ids = snapshot.call_ids
+        ctx.step, ctx.usage, ctx.cost = record.steps, record.usage, record.cost
+        ctx.started_at = record.started_at
+        self.start_event("continue")
         return await self.drive()
 
     async def park(self) -> RunState:

@@ -151,6 +151,9 @@ class RunContext:
         """Tool-call ids in the transcript (built on the leg's first call), kept unique."""
         self.open_step = False
         self.resumed = False
+        self.progress = False
+        """Write the run record (steps, usage) at every step's checkpoint, so a run whose
+        process died can be continued from its last step (``Runtime.continue_run``)."""
         self.started_at: datetime | None = None
         self.observer: RunObserver | None = None
         self.observation: RunObservation | None = None

@@ -45,6 +45,7 @@ class AgentRuntimeBuilder:
         self._secret: bytes | None = None
         self._limits: tuple[int, int] | None = None
         self._observer: RunObserver | None = None
+        self._progress = False
 
     @staticmethod
     def _put(table: dict[str, Any], kind: str, item_id: str, value: Any) -> None:
@@ -108,6 +109,13 @@ class AgentRuntimeBuilder:
         self._secret = secret
         return self
 
+    def with_progress_records(self, enabled: bool = True) -> AgentRuntimeBuilder:
+        """Write the run record at every step, so a run whose process died can be
+        continued from its last step (``Runtime.continue_run``; the run ingress's
+        workers need it). Costs one record write per step."""
+        self._progress = enabled
+        return self
+
     def with_delegation_limits(
         self, *, max_depth: int = MAX_DELEGATION_DEPTH, max_descendants: int = MAX_DESCENDANTS
     ) -> AgentRuntimeBuilder:
@@ -154,6 +162,7 @@ class AgentRuntimeBuilder:
             ticket_secret=self._secret,
             observer=self._observer,
         )
+        runtime.progress_records = self._progress
         if self._limits is not None:
             depth, descendants = self._limits
             runtime.delegation = NativeDelegationService(

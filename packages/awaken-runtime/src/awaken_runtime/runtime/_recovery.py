@@ -21,9 +21,12 @@ from ..suspension._suspension import ThreadBusy
 from ._tickets import load_parked
 
 if TYPE_CHECKING:
+    from ..lifecycle._run_state import RunState
+    from ..tools._cancel import CancellationToken
     from ._runtime import Runtime
+    from ._streaming import EventSink
 
-__all__ = ["end_dead_run", "recover", "stranded", "sweep"]
+__all__ = ["carry_on", "end_dead_run", "recover", "stranded", "sweep"]
 
 
 def stranded(snapshot: ThreadSnapshot) -> bool:
@@ -112,3 +115,32 @@ async def _every_thread(store: ThreadStore) -> list[str]:
         if len(page) < 500:
             return ids
         after = page[-1].thread_id
+
+
+async def carry_on(
+    runtime: Runtime,
+    binding: ScopeBinding,
+    cancel: CancellationToken | None,
+    on_event: EventSink | None,
+) -> RunState | None:
+    """Continue the run a dead process left ``RUNNING`` on the thread, from its last step.
+
+    ``None`` when the thread has no such run (it ended, waits for decisions, or
+    never started). Raises ``ThreadBusy`` while the dead process's lease is live.
+    """
+    async with (
+        runtime._lock(binding.thread_id),
+        guard_lease(runtime.store, binding.thread_id) as lease,
+    ):
+        snapshot = await runtime.store.load(binding)
+        latest = snapshot.latest_run
+        if snapshot.parked is not None or latest is None or latest.phase is not Phase.RUNNING:
+            return None
+        if lease is None:
+            raise ThreadBusy(
+                f"thread {binding.thread_id!r}: the store has no leases, so nothing proves "
+                f"run {latest.run_id!r} is dead; use a store with leases to continue runs"
+            )
+        agent = runtime._agent(latest.agent_id)
+        loop = runtime._new_loop(agent, binding, latest.run_id, cancel, on_event, lease)
+        return await loop.carry_on(snapshot, latest)

@@ -30,22 +30,15 @@ from ..stores._lease import LeaseGuard, guard_lease
 from ..stores._memory import InMemoryStore
 from ..stores._ports import PruneReport, Retention
 from ..stores._thread_store import ScopeBinding, ThreadStore
-from ..suspension._suspension import (
-    Decision,
-    ParkedRun,
-    ResumeRejected,
-    ResumeTicket,
-    ThreadBusy,
-)
+from ..suspension._suspension import Decision, ResumeRejected, ResumeTicket, ThreadBusy
 from ..tools._cancel import CancellationToken
 from ._event_log import EventLog, has_event_log
 from ._input import input_messages
-from ._recovery import recover, stranded, sweep
+from ._recovery import carry_on, recover, stranded, sweep
 from ._streaming import EventSink, stream_run
 from ._tickets import (
     TicketLike,
-    check_fingerprint,
-    check_tickets,
+    check_resume,
     load_parked,
     parse_decision,
     parse_ticket,
@@ -85,6 +78,8 @@ class Runtime:
         self.store: ThreadStore = store if store is not None else InMemoryStore()
         self.discovery = discovery
         self.ticket_secret = ticket_secret
+        self.progress_records = False
+        """Write each step's run record, so ``continue_run`` can pick a dead run up."""
         self._resolved: dict[str, ResolvedAgent] = {}
         # Weak: a lock lives while a run holds it, so many threads do not pile up.
         self._thread_locks = weakref.WeakValueDictionary[str, asyncio.Lock]()
@@ -125,7 +120,7 @@ class Runtime:
     ) -> AgentLoop:
         loop = AgentLoop(resolved, self.store, binding, run_id, cancel=cancel, emit=emit)
         ctx = loop.ctx
-        ctx.lease = lease
+        ctx.lease, ctx.progress = lease, self.progress_records
         ctx.ticket_secret = self.ticket_secret
         ctx.observer = self.observer
         ctx.children = ChildRunner(self.delegation, ctx)
@@ -208,18 +203,6 @@ class Runtime:
 
     # -- resuming ----------------------------------------------------------------
 
-    def _check(
-        self, thread_id: str, parked: ParkedRun, tickets: Sequence[ResumeTicket]
-    ) -> ResolvedAgent:
-        """Validate tickets against the stored copies; raise ``ResumeRejected``."""
-        check_tickets(parked, thread_id, tickets)
-        try:
-            resolved = self._agent(parked.agent_id)
-        except Exception as exc:
-            raise ResumeRejected(f"agent {parked.agent_id!r} no longer resolves: {exc}") from None
-        check_fingerprint(parked, resolved.snapshot.fingerprint)
-        return resolved
-
     async def resume(
         self,
         ticket: TicketLike,
@@ -272,7 +255,7 @@ class Runtime:
         async with self._lock(thread_id), guard_lease(self.store, thread_id) as lease:
             # Check and claim against one load: the claim commits at its version.
             snapshot, parked = await load_parked(self.store, thread_id)
-            resolved = self._check(thread_id, parked, [t for t, _ in pairs])
+            resolved = check_resume(self._agent, thread_id, parked, [t for t, _ in pairs])
             if parent is not None and parent.inherited is not None:
                 resolved = resolved.with_inherited(parent.inherited)
             binding = ScopeBinding(thread_id, parked.profile_id, parked.namespace)
@@ -333,6 +316,20 @@ class Runtime:
             legs = Resumer(loop)
             legs.restore(snapshot, parked)
             return await legs.cancel_parked(parked)
+
+    async def continue_run(
+        self,
+        thread_id: str,
+        *,
+        profile_id: str = "default",
+        namespace: str = "default",
+        cancel: CancellationToken | None = None,
+        on_event: EventSink | None = None,
+    ) -> RunState | None:
+        """Continue the run a dead process left RUNNING, from its last committed step
+        (``None`` if there is none); see ``_recovery.carry_on``."""
+        binding = ScopeBinding(thread_id, profile_id, namespace)
+        return await carry_on(self, binding, cancel, on_event)
 
     async def recover_abandoned(self, thread_ids: Iterable[str] | None = None) -> list[str]:
         """End (``Error(AbandonedFailure)``) the runs dead processes left on the threads

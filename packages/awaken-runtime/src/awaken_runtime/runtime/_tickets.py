@@ -7,12 +7,13 @@ ticket and what is wrong, and nothing changes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
 
+from ..agents._resolve import ResolvedAgent
 from ..stores._thread_store import ScopeBinding, ThreadSnapshot
 from ..suspension._suspension import (
     Approve,
@@ -29,6 +30,7 @@ from ..suspension._suspension import (
 __all__ = [
     "TicketLike",
     "check_fingerprint",
+    "check_resume",
     "check_tickets",
     "load_parked",
     "parse_decision",
@@ -134,3 +136,20 @@ async def load_parked(store: Any, thread_id: str) -> tuple[ThreadSnapshot, Parke
             f"thread {thread_id!r} has no waiting run (already resumed, cancelled, or never parked)"
         )
     return snapshot, parked
+
+
+def check_resume(
+    resolve: Callable[[str], ResolvedAgent],
+    thread_id: str,
+    parked: ParkedRun,
+    tickets: Sequence[ResumeTicket],
+) -> ResolvedAgent:
+    """Validate tickets against the stored copies and the agent's fingerprint; the
+    agent to resume with, or ``ResumeRejected``."""
+    check_tickets(parked, thread_id, tickets)
+    try:
+        resolved = resolve(parked.agent_id)
+    except Exception as exc:
+        raise ResumeRejected(f"agent {parked.agent_id!r} no longer resolves: {exc}") from None
+    check_fingerprint(parked, resolved.snapshot.fingerprint)
+    return resolved

@@ -1,0 +1,220 @@
+"""``Worker``: takes the ingress's jobs and runs them on a runtime.
+
+Delivery is at least once (pgqueuer re-picks a job whose worker stopped
+heartbeating); each step is effectively once because the store's version
+check and thread lease let only one process commit to a thread, and a run
+whose worker died is continued from its last committed step
+(``Runtime.continue_run``), never started over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, cast
+
+from pgqueuer import Job, PsycopgDriver, Queries, QueueManager, RetryRequested
+from pgqueuer.types import QueueExecutionMode
+
+from awaken_runtime import (
+    CancellationToken,
+    Phase,
+    ResumeRejected,
+    ResumeTicket,
+    Runtime,
+    ThreadBusy,
+)
+
+from ._ingress import run_entrypoint
+from ._jobs import CANCEL, DECISION, DecisionJob, RunJob
+from ._schema import CANCEL_CHANNEL, connect, install
+
+if TYPE_CHECKING:
+    from awaken_runtime import Decision
+
+__all__ = ["Worker"]
+
+log = logging.getLogger("awaken_run_ingress")
+
+_BUSY_ATTEMPTS = 1000
+"""Retries of a job whose thread stays busy (a live lease, a waiting run) before it is dropped."""
+
+
+class Worker:
+    """Processes run, decision and cancel jobs with ``runtime`` (built with
+    ``AgentRuntimeBuilder.with_progress_records()`` so dead runs can be continued).
+
+    ``concurrency`` caps the jobs this worker runs at once; ``per_agent`` caps
+    an agent's runs across every worker (pgqueuer enforces it in SQL).
+    ``heartbeat_timeout`` is how long a dead worker's jobs wait before another
+    worker takes them; keep the store's ``lease_ttl`` at or below it.
+    """
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        dsn: str,
+        *,
+        schema: str = "awaken_ingress",
+        agents: list[str] | None = None,
+        concurrency: int = 4,
+        per_agent: Mapping[str, int] | None = None,
+        heartbeat_timeout: timedelta = timedelta(seconds=10),
+        retry_delay: timedelta = timedelta(seconds=0.5),
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+        self.runtime = runtime
+        self.dsn, self.schema = dsn, schema
+        self.agents = list(agents) if agents is not None else sorted(runtime.registries.agents)
+        self.concurrency = concurrency
+        self.per_agent = dict(per_agent or {})
+        self.heartbeat_timeout = heartbeat_timeout
+        self.retry_delay = retry_delay
+        self.live: dict[str, CancellationToken] = {}
+        """Run id -> the token of a run this worker is running now."""
+        self._slots = asyncio.Semaphore(concurrency)
+        self._qm: QueueManager | None = None
+
+    def stop(self) -> None:
+        """Finish the jobs in flight, take no new ones, and return from :meth:`run`."""
+        if self._qm is not None:
+            self._qm.shutdown.set()
+
+    async def run(self, *, drain: bool = False) -> None:
+        """Process jobs until :meth:`stop` (or, with ``drain``, until the queue is empty)."""
+        conn = await connect(self.dsn, self.schema)
+        listener = await connect(self.dsn, self.schema)
+        try:
+            await install(conn, self.schema)
+            qm = self._qm = QueueManager(Queries(PsycopgDriver(conn)))
+            for agent_id in self.agents:
+                limit = self.per_agent.get(agent_id, 0)
+                qm.entrypoint(run_entrypoint(agent_id), concurrency_limit=limit)(self._run_job)
+            qm.entrypoint(DECISION)(self._decision_job)
+            qm.entrypoint(CANCEL)(self._cancel_job)
+            watch = asyncio.create_task(self._watch_cancels(listener))
+            # One job per dequeue: a run is long next to a dequeue, and pgqueuer flushes a
+            # finished job's status once a batch of them is done (or after a timeout).
+            batch = 1
+            try:
+                await qm.run(
+                    dequeue_timeout=timedelta(seconds=1),
+                    batch_size=batch,
+                    max_concurrent_tasks=max(self.concurrency, 2 * batch),
+                    heartbeat_timeout=self.heartbeat_timeout,
+                    mode=QueueExecutionMode.drain if drain else QueueExecutionMode.continuous,
+                    # Folding the job log into statistics on a timer only matters for a
+                    # long-lived worker; a drain would wait for its first round.
+                    log_aggregation_interval=timedelta(0 if drain else 30),
+                )
+            finally:
+                watch.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watch
+        finally:
+            await listener.close()
+            await conn.close()
+
+    # -- jobs ------------------------------------------------------------------------
+
+    async def _run_job(self, job: Job) -> None:
+        spec = RunJob.model_validate_json(job.payload or b"{}")
+        async with self._slots:
+            token = CancellationToken()
+            cancelled = await self._is_cancelled(spec.run_id)
+            record = await self.runtime.store.get_run(spec.run_id)  # type: ignore[attr-defined]
+            if record is not None and record.phase is not Phase.RUNNING:
+                return  # a repeated delivery of a run that ended or waits for decisions
+            if cancelled:
+                if record is None:
+                    return  # cancelled before it started: it never does
+                token.cancel("cancelled through the ingress")
+            self.live[spec.run_id] = token
+            try:
+                await self._patiently(job, lambda: self._start(spec, record is None, token))
+            finally:
+                self.live.pop(spec.run_id, None)
+
+    async def _start(self, spec: RunJob, fresh: bool, token: CancellationToken) -> None:
+        if fresh:
+            await self.runtime.run(
+                spec.agent_id,
+                spec.input,
+                thread_id=spec.thread_id,
+                run_id=spec.run_id,
+                profile_id=spec.profile_id,
+                namespace=spec.namespace,
+                cancel=token,
+            )
+        else:  # its worker died mid-run: continue from the last committed step
+            await self.runtime.continue_run(
+                spec.thread_id, profile_id=spec.profile_id, namespace=spec.namespace, cancel=token
+            )
+
+    async def _patiently(self, job: Job, start: Callable[[], Awaitable[object]]) -> None:
+        """``start()``, waiting in place while the thread is busy for up to two lease
+        periods (a dead worker's lease lapses within one), then re-queueing the job."""
+        ttl = float(getattr(self.runtime.store, "lease_ttl", 30.0))
+        waited, pause = 0.0, min(0.25, ttl / 4)
+        while True:
+            try:
+                await start()
+                return
+            except ThreadBusy as exc:
+                if waited >= 2 * ttl:
+                    self._retry(job, exc)
+                    return
+            await asyncio.sleep(pause)
+            waited += pause
+
+    async def _decision_job(self, job: Job) -> None:
+        spec = DecisionJob.model_validate_json(job.payload or b"{}")
+        ticket = ResumeTicket.model_validate(spec.ticket)
+        async with self._slots:
+            token = CancellationToken()
+            self.live[ticket.run_id] = token
+            try:
+                await self._patiently(
+                    job, lambda: self.runtime.resume(ticket, cast("Decision", spec.decision))
+                )
+            except ResumeRejected as exc:
+                log.info("decision on ticket %s not applied: %s", ticket.ticket_id, exc)
+            finally:
+                self.live.pop(ticket.run_id, None)
+
+    async def _cancel_job(self, job: Job) -> None:
+        run_id = (job.payload or b"").decode()
+        token = self.live.get(run_id)
+        if token is not None:
+            token.cancel("cancelled through the ingress")
+            return
+        record = await self.runtime.store.get_run(run_id)  # type: ignore[attr-defined]
+        if record is not None and record.phase is Phase.WAITING:
+            with contextlib.suppress(ResumeRejected):
+                await self.runtime.cancel_waiting(record.thread_id)
+
+    def _retry(self, job: Job, exc: Exception) -> None:
+        if job.attempts >= _BUSY_ATTEMPTS:
+            log.error("dropping job %s after %d attempts: %s", job.id, job.attempts, exc)
+            return
+        raise RetryRequested(delay=self.retry_delay, reason=str(exc))
+
+    # -- cancels ---------------------------------------------------------------------
+
+    async def _is_cancelled(self, run_id: str) -> bool:
+        async with await connect(self.dsn, self.schema) as conn:
+            cur = await conn.execute(
+                b"SELECT 1 FROM awaken_ingress_cancels WHERE run_id = %s", (run_id,)
+            )
+            return await cur.fetchone() is not None
+
+    async def _watch_cancels(self, conn: Any) -> None:
+        await conn.execute(f"LISTEN {CANCEL_CHANNEL}".encode())
+        async for note in conn.notifies():
+            token = self.live.get(note.payload)
+            if token is not None:
+                token.cancel("cancelled through the ingress")
