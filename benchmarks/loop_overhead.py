@@ -112,8 +112,31 @@ def awaken_seed(h: int) -> tuple[aw.Message, ...]:
     return tuple(aw.Message(role=r, content=t) for r, t in history(h))
 
 
-async def awaken_prepare(s: int, h: int) -> Run:
-    """(2) This runtime: a fresh runtime whose store already holds the thread."""
+def otel_observer() -> Any:
+    """``awaken_otel.GenAITelemetry`` on SDK providers that keep nothing: every span is
+    built, attributed and handed to a span processor, every metric recorded; nothing
+    is exported (the cost measured is the instrumentation's, not a backend's)."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+
+    from awaken_otel import GenAITelemetry
+
+    class Drop(SpanExporter):
+        def export(self, spans: Any) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(Drop()))
+    meters = MeterProvider(metric_readers=[InMemoryMetricReader()])
+    return GenAITelemetry(tracer_provider, meters)
+
+
+async def awaken_prepare(s: int, h: int, observer: Any = None) -> Run:
+    """(2) This runtime: a fresh runtime whose store already holds the thread.
+
+    ``observer``: a ``RunObserver`` for the run (the ``awaken+otel`` column)."""
     turns: list[aw.ScriptedTurn | str] = [
         aw.ScriptedTurn.call("noop", {"q": ORDER}) for _ in range(s)
     ]
@@ -130,6 +153,7 @@ async def awaken_prepare(s: int, h: int) -> Run:
         .with_agent_spec(agent)
         .build()
     )
+    runtime.observer = observer
     runtime.resolve("a")  # resolution is cached per runtime; an app builds it once
     if h:
         binding = aw.ScopeBinding("t", "default", "default")
@@ -280,6 +304,14 @@ def print_report(rows: list[dict[str, Any]], imp: dict[str, float], reps: int) -
         counts = "/".join(str(n.get(k, "-")) for k in ("bare", "awaken", "langgraph"))
         row = f"{r['steps']:>4} {r['history']:>8} | {m['bare']:>8.2f} {m['awaken']:>8.1f} {lg}"
         print(f"{row} | {m['awaken'] / m['bare']:>7.1f}x {lg_aw} | {counts}")
+    if any("awaken+otel" in r["us_per_step"] for r in rows):
+        print("\ntracing on (awaken-otel, SDK providers, nothing exported), median us/step")
+        print(f"{'S':>4} {'history':>8} | {'awaken':>8} {'+otel':>8} | {'extra':>7} {'ratio':>6}")
+        for r in rows:
+            m = r["us_per_step"]
+            a, o = m["awaken"], m["awaken+otel"]
+            cell = f"{r['steps']:>4} {r['history']:>8} | {a:>8.1f} {o:>8.1f}"
+            print(f"{cell} | {o - a:>7.1f} {o / a:>5.2f}x")
     a, b = imp["awaken_runtime"], imp["baseline"]
     print(f"\nimport awaken_runtime: {a:.1f} ms (median of {reps}, fresh interpreter)")
     print(f"import asyncio, pluggy, pydantic (baseline): {b:.1f} ms -> {a / b:.2f}x")
@@ -289,6 +321,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="smoke run: S=5, few repetitions")
     ap.add_argument("--no-langgraph", action="store_true", help="skip LangGraph")
+    ap.add_argument(
+        "--otel", action="store_true", help="add awaken with awaken-otel tracing and metrics on"
+    )
     ap.add_argument("--budget", type=float, help="seconds per implementation and cell")
     ap.add_argument("--min-reps", type=int, help="minimum samples per implementation and cell")
     ap.add_argument("--max-reps", type=int, help="maximum samples per implementation and cell")
@@ -302,6 +337,9 @@ def main() -> None:
     out = args.out or RESULTS / f"loop_overhead{'_quick' if quick else ''}.json"
 
     impls: dict[str, Prepare] = {"bare": bare_prepare, "awaken": awaken_prepare}
+    if args.otel:
+        observer = otel_observer()  # one per process, as an application would have
+        impls["awaken+otel"] = lambda s, h: awaken_prepare(s, h, observer)
     if args.no_langgraph:
         print("LangGraph: skipped (--no-langgraph)")
     else:

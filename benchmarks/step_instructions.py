@@ -11,7 +11,8 @@ difference divided by K * (S + 1) model calls is the per-step figure.
 
 Run: ``hatch run python benchmarks/step_instructions.py [--s 100] [--h 0] [--k 5]``.
 ``--src DIR`` puts another checkout's ``packages/awaken-runtime/src`` first on
-``sys.path`` (to measure an older commit with the same harness). Writes
+``sys.path`` (to measure an older commit with the same harness); ``--otel`` runs
+with ``awaken-otel`` tracing and metrics on (SDK providers, nothing exported). Writes
 benchmarks/results/step_instructions.json. Needs valgrind.
 """
 
@@ -32,16 +33,18 @@ HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 
 
-def _child(s: int, h: int, k: int, mode: str) -> None:
+def _child(s: int, h: int, k: int, mode: str, otel: bool) -> None:
     """The measured process: K prepares, each followed by a run unless mode is 'prepare'."""
     sys.path.insert(0, str(HERE))
     import loop_overhead
 
+    observer = loop_overhead.otel_observer() if otel else None
+
     async def main() -> None:
-        run = await loop_overhead.awaken_prepare(s, h)
+        run = await loop_overhead.awaken_prepare(s, h, observer)
         await run()  # warm-up: first-call costs (imports, caches) are not per step
         for _ in range(k):
-            run = await loop_overhead.awaken_prepare(s, h)
+            run = await loop_overhead.awaken_prepare(s, h, observer)
             if mode == "run":
                 await run()
 
@@ -68,6 +71,7 @@ def _count(args: argparse.Namespace, mode: str) -> int:
             str(args.h),
             "--k",
             str(args.k),
+            *(["--otel"] if args.otel else []),
         ]
         subprocess.run(cmd, check=True, env=env, capture_output=True)
         match = re.search(r"^(?:summary|totals): (\d+)", out.read_text(), re.MULTILINE)
@@ -83,10 +87,13 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=5, help="runs counted")
     parser.add_argument("--src", help="an awaken_runtime source dir to measure instead")
     parser.add_argument("--label", default="current", help="name of this measurement")
+    parser.add_argument(
+        "--otel", action="store_true", help="with awaken-otel tracing and metrics on (SDK)"
+    )
     parser.add_argument("--child", choices=["run", "prepare"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        _child(args.s, args.h, args.k, args.child)
+        _child(args.s, args.h, args.k, args.child, args.otel)
         return
     total_run = _count(args, "run")
     total_prepare = _count(args, "prepare")
@@ -97,6 +104,7 @@ def main() -> None:
         "s": args.s,
         "h": args.h,
         "k": args.k,
+        "otel": args.otel,
         "instructions_per_step": round(per_step),
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
     }

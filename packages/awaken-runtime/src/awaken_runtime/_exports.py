@@ -77,6 +77,13 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
         "Stopped",
         "ToolFailure",
     ),
+    "lifecycle._observer": (
+        "InferenceObservation",
+        "ObservedRun",
+        "RunObservation",
+        "RunObserver",
+        "ToolObservation",
+    ),
     "lifecycle._run_state": ("RunState",),
     "messages._message": (
         "ContentPart",

@@ -151,6 +151,10 @@ class InferenceResponse(BaseModel):
     """USD cost as the provider priced it (``None``: unknown); used when the spec has no pricing."""
     model: str | None = None
     """The upstream model that answered when it was not the spec's own (a fallback)."""
+    response_id: str | None = None
+    """The provider's id of this completion (OpenAI's ``chatcmpl-...``), if it sent one."""
+    response_model: str | None = None
+    """The model that answered, as the provider names it (may differ from the request's)."""
 
 
 @runtime_checkable

@@ -73,6 +73,10 @@ def leg_result(
         output=output,
         finish_reason=ctx.finish_reason,
     )
+    observation = ctx.observation
+    if observation is not None:
+        ctx.observation = None  # a leg ends once
+        observation.end(state)
     if ctx.emit is not None:
         ctx.emit(
             RunFinish(

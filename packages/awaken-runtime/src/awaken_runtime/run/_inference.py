@@ -119,6 +119,8 @@ class Inference:
         emit = ctx.emit
         model = ctx.model
         token = ctx.cancel
+        observation = ctx.observation
+        seen = observation.start_inference(request) if observation is not None else None
         token.arm()
         try:
             async for item in ctx.agent.executor.stream(request):
@@ -137,26 +139,35 @@ class Inference:
                 else:
                     response = item
         except End:
+            if seen is not None:
+                seen.end(None, asyncio.CancelledError())
             raise
-        except asyncio.CancelledError:
+        except asyncio.CancelledError as exc:
+            if seen is not None:
+                seen.end(None, exc)
             raise interrupted(token) from None
         except Exception as exc:
+            if seen is not None:
+                seen.end(None, exc)
             raise fail(provider_failure(exc, model)) from exc
         finally:
             token.disarm()
         if response is None:
-            raise fail(
-                ProviderFailure(
-                    provider=model.provider,
-                    model=model.model,
-                    message="the provider's stream ended without a final response",
-                )
-            )
+            why = "the provider's stream ended without a final response"
+            if seen is not None:
+                seen.end(None, RuntimeError(why))
+            raise fail(ProviderFailure(provider=model.provider, model=model.model, message=why))
         ctx.finish_reason = finish = response.finish_reason
         ctx.answered_by = response.model
         if finish == "content_filter":
-            raise fail(filtered(model))
-        return _storable(response)
+            failure = filtered(model)
+            if seen is not None:
+                seen.end(None, RuntimeError(failure.message))
+            raise fail(failure)
+        response = _storable(response)
+        if seen is not None:
+            seen.end(response)
+        return response
 
 
 def _storable(response: InferenceResponse) -> InferenceResponse:

@@ -12,7 +12,6 @@ the phase engine, inference and the tool-call executor.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from time import time as _clock
 from typing import TYPE_CHECKING
@@ -30,6 +29,7 @@ from ..lifecycle._failures import (
     Phase,
     Stopped,
 )
+from ..lifecycle._observer import Leg
 from ..lifecycle._run_state import RunState
 from ..messages._call_ids import call_ids_of, prepare_calls
 from ..messages._message import Message, new_id
@@ -39,18 +39,19 @@ from ..plugins._context import CONTEXT_MESSAGES, INFERENCE_PARAMS, REQUEST_WINDO
 from ..plugins._plugin import PhaseHookPoint
 from ..state._engine import MergePolicy, Scope
 from ..stores._thread_store import RunRecord, ThreadSnapshot
-from ..suspension._suspension import ParkedRun
+from ..suspension._suspension import ParkedRun, ResumeTicket
 from ..tools._cancel import CancellationToken
 from ._answer import final_answer, step_metadata
 from ._ending import bound_failure, leg_result, run_record
 from ._guards import plugin_stop
 from ._inference import Inference
+from ._observing import observe_start
 from ._parking import close_open_calls, parked_record, ticket_parked_calls
 from ._phases import RUNTIME, PhaseEngine
 from ._request import request_only_clears
 from ._run_context import Emit, RunContext
 from ._signals import End, lease_lost, log
-from ._stop import StopTracker
+from ._stop import track_stops
 from ._tool_calls import ToolCallExecutor
 
 if TYPE_CHECKING:
@@ -229,23 +230,6 @@ class AgentLoop:
             outcome = MaxSteps(max_steps=ctx.max_steps)
         return outcome
 
-    def track_stops(self) -> None:
-        """Start this leg's stop-condition figures (none when no condition is set)."""
-        ctx = self.ctx
-        config = ctx.config.stop
-        wanted = not config.empty or bool(ctx.agent.stop_conditions)
-        ctx.stop = StopTracker(config) if wanted else None
-        limit = config.timeout_s
-        if limit is not None:
-            # The timeout also interrupts a step in flight (a long tool call, a slow
-            # model): it cancels this leg's own child token, which ``finish`` reports
-            # as Stopped(timeout) rather than Cancelled.
-            token = ctx.cancel.child()
-            token.attach()
-            ctx.cancel = token
-            ctx.timeout_reason = reason = f"timeout: ran {limit:.2f}s, limit {limit:g}s"
-            ctx.deadline = asyncio.get_running_loop().call_later(limit, token.cancel, reason)
-
     async def drive(self, outcome: EndCause | None = None, *, first: bool = False) -> RunState:
         """Continue stepping until the run ends or parks, then finish."""
         ctx = self.ctx
@@ -273,9 +257,11 @@ class AgentLoop:
 
     # -- starting, parking, finishing -------------------------------------------
 
-    def start_event(self) -> None:
-        """Emit this leg's ``RunStart``."""
+    def start_event(self, leg: Leg = "start", tickets: Sequence[ResumeTicket] = ()) -> None:
+        """Emit this leg's ``RunStart``; start its observation (``tickets``: those it answers)."""
         ctx = self.ctx
+        if ctx.observer is not None:
+            observe_start(ctx, ctx.observer, leg, tickets)
         if ctx.emit is not None:
             ctx.emit(
                 RunStart(
@@ -294,7 +280,7 @@ class AgentLoop:
         ctx.parked = []
         ctx.held = []
         ctx.resumed = False
-        self.track_stops()
+        track_stops(ctx)
         ctx.version = snapshot.version
         ctx.engine.data.update(snapshot.state)
         ctx.transcript = Transcript(snapshot.messages)
@@ -319,14 +305,14 @@ class AgentLoop:
         ctx = self.ctx
         ctx.cancel.attach()
         ctx.parked, ctx.held, ctx.resumed = [], [], False
-        self.track_stops()
+        track_stops(ctx)
         ctx.version = snapshot.version
         ctx.engine.data.update(snapshot.state)
         ctx.transcript = Transcript(snapshot.messages)
         ctx.history_call_ids = snapshot.call_ids
         ctx.step, ctx.usage, ctx.cost = record.steps, record.usage, record.cost
         ctx.started_at = record.started_at
-        self.start_event()
+        self.start_event("continue")
         return await self.drive()
 
     async def park(self) -> RunState:

@@ -38,6 +38,7 @@ def ticket_parked_calls(ctx: RunContext, snapshot_id: str) -> list[ResumeTicket]
             payload=parked.payload,
             deadline=parked.deadline,
             not_before=parked.not_before,
+            trace=ctx.trace,
         )
         if ctx.ticket_secret is not None:
             ticket = ticket.signed(ctx.ticket_secret)

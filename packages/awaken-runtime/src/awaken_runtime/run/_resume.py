@@ -38,6 +38,7 @@ from ._loop import AgentLoop
 from ._parking import close_open_calls, open_calls, parked_record, ticket_parked_calls
 from ._run_context import Parked
 from ._signals import End, abandoned, lease_lost
+from ._stop import track_stops
 
 __all__ = ["Resumer"]
 
@@ -59,7 +60,7 @@ class Resumer:
         ctx.parked = []
         ctx.held = list(parked.held_messages)
         ctx.resumed = True
-        self.loop.track_stops()
+        track_stops(ctx)
         ctx.open_step = True
         ctx.version = snapshot.version
         ctx.engine.data.update(snapshot.state)
@@ -101,7 +102,7 @@ class Resumer:
         ctx = loop.ctx
         decided = {ticket.ticket_id for ticket, _ in decisions}
         ctx.kept_tickets = [t for t in parked.tickets if t.ticket_id not in decided]
-        loop.start_event()
+        loop.start_event("resume", [ticket for ticket, _ in decisions])
         try:
             for ticket, decision in decisions:
                 await self._apply(ticket, decision)
@@ -135,7 +136,7 @@ class Resumer:
         loop = self.loop
         ctx = loop.ctx
         ctx.kept_tickets = []
-        loop.start_event()
+        loop.start_event("resume")
         return await loop.finish(
             abandoned(
                 ctx.binding.thread_id,
@@ -160,13 +161,22 @@ class Resumer:
         calls = self.loop.calls
         children = self.loop.ctx.children
         if ticket.await_reason is AwaitReason.DELEGATION and children is not None:
-            # The decision is for the child's pending call: resume the child.
+            # The decision is for the child's pending call: resume the child (observed
+            # like the call's first execution, so the child's leg nests under it).
+            observation = self.loop.ctx.observation
+            seen = observation.start_tool(call) if observation is not None else None
             try:
                 outcome = await children.resume(ticket.payload, decision)
                 output = outcome.to_output()
-            except SuspendCall as signal:
-                calls.park(Parked(call, signal.await_reason, signal.payload))
+            except BaseException as exc:
+                if seen is not None:
+                    seen.end(None, exc)
+                if not isinstance(exc, SuspendCall):
+                    raise
+                calls.park(Parked(call, exc.await_reason, exc.payload))
                 return
+            if seen is not None:
+                seen.end(output)
             await calls.record(call, output, "success" if not output.is_error else "error", [])
         elif isinstance(decision, Approve) or (
             isinstance(decision, Respond) and ticket.payload.get(ANSWER_TO_TOOL) is True
@@ -195,5 +205,5 @@ class Resumer:
         for ticket in parked.tickets:
             if ticket.await_reason is AwaitReason.DELEGATION and ctx.cancel_child is not None:
                 await ctx.cancel_child(ticket.payload["child_thread_id"])
-        loop.start_event()
+        loop.start_event("cancel", parked.tickets)
         return await loop.finish(Cancelled())

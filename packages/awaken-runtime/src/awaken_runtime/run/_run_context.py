@@ -11,7 +11,7 @@ a context alone.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from operator import attrgetter
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from ..agents._resolve import ResolvedAgent
     from ..delegation._delegation import ChildRunner, DelegationTree
     from ..lifecycle._events import AgentEvent
+    from ..lifecycle._observer import RunObservation, RunObserver
     from ..messages._message import Message, ToolCall
     from ..plugins._actions import ScheduledAction
     from ..plugins._gates import AwaitReason
@@ -138,7 +139,7 @@ class RunContext:
         self.new_actions: list[tuple[str, ScheduledAction]] = []
         self.context_owners: dict[str, str] = {}
         self.deadline: asyncio.TimerHandle | None = None
-        """The pending timeout of this leg (``AgentLoop.track_stops``)."""
+        """The pending timeout of this leg (``_stop.track_stops``)."""
         self.timeout_reason: str | None = None
         """Context key -> the plugin that created it (see ``check_bound``)."""
         self.parked: list[Parked] = []
@@ -162,6 +163,11 @@ class RunContext:
         """Write the run record (steps, usage) at every step's checkpoint, so a run whose
         process died can be continued from its last step (``Runtime.continue_run``)."""
         self.started_at: datetime | None = None
+        self.observer: RunObserver | None = None
+        self.observation: RunObservation | None = None
+        """This leg as the observer sees it (``None``: no observer, nothing is reported)."""
+        self.trace: Mapping[str, str] = {}
+        """Stored with each ticket this leg parks (``RunObservation.trace``)."""
 
     def add_dynamic_tools(self, sources: Sequence[tuple[str, Callable[[], Any]]]) -> None:
         """Add the tools each plugin's dynamic source gives now; ids must be new."""

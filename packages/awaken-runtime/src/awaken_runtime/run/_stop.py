@@ -11,6 +11,7 @@ and loop window start afresh.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import time
@@ -20,8 +21,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ..agents._stop import StopConfig
     from ..messages._message import ToolCall
+    from ._run_context import RunContext
 
-__all__ = ["StopTracker"]
+__all__ = ["StopTracker", "track_stops"]
 
 _clock = time.monotonic  # module attribute so tests can substitute a clock
 
@@ -101,3 +103,20 @@ class StopTracker:
                 f"within the last {len(self._calls)} calls (limit {loop.repeats})"
             )
         return None
+
+
+def track_stops(ctx: RunContext) -> None:
+    """Start this leg's stop-condition figures (none when no condition is set)."""
+    config = ctx.config.stop
+    wanted = not config.empty or bool(ctx.agent.stop_conditions)
+    ctx.stop = StopTracker(config) if wanted else None
+    limit = config.timeout_s
+    if limit is not None:
+        # The timeout also interrupts a step in flight (a long tool call, a slow
+        # model): it cancels this leg's own child token, which ``finish`` reports
+        # as Stopped(timeout) rather than Cancelled.
+        token = ctx.cancel.child()
+        token.attach()
+        ctx.cancel = token
+        ctx.timeout_reason = reason = f"timeout: ran {limit:.2f}s, limit {limit:g}s"
+        ctx.deadline = asyncio.get_running_loop().call_later(limit, token.cancel, reason)

@@ -266,28 +266,35 @@ class ToolCallExecutor:
             ctx.children,
             ctx.decision,
         )
+        observation = ctx.observation
+        seen = observation.start_tool(call) if observation is not None else None
         if arm:
             token.arm()
         try:
             output = await tool.call(call.arguments, tool_ctx)
-        except (ToolError, SuspendCall):
+        except (ToolError, SuspendCall) as exc:
+            if seen is not None:
+                seen.end(None, exc)
             raise
-        except asyncio.CancelledError:
+        except asyncio.CancelledError as exc:
+            if seen is not None:
+                seen.end(None, exc)
             raise interrupted(token) from None
         except Exception as exc:
             log.exception("tool %r raised (call %s)", call.name, call.id)
+            if seen is not None:
+                seen.end(None, exc)
             return ToolOutput.error(f"Tool '{call.name}' failed: {type(exc).__name__}: {exc}")
         finally:
             if arm:
                 token.disarm()
         if not isinstance(output, ToolOutput):
-            raise fail(
-                ToolFailure(
-                    tool_id=call.name,
-                    call_id=call.id,
-                    message=f"returned {type(output).__name__}; tools must return a ToolOutput",
-                )
-            )
+            why = f"returned {type(output).__name__}; tools must return a ToolOutput"
+            if seen is not None:
+                seen.end(None, TypeError(why))
+            raise fail(ToolFailure(tool_id=call.name, call_id=call.id, message=why))
+        if seen is not None:
+            seen.end(output)
         return output
 
     async def call(self, call: ToolCall, *, approved: bool = False) -> None:

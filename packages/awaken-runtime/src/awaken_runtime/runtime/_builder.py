@@ -13,6 +13,7 @@ from ..delegation._delegation import (
     MAX_DESCENDANTS,
     NativeDelegationService,
 )
+from ..lifecycle._observer import RunObserver
 from ..models._model import LlmExecutor, ModelSpec
 from ..plugins._discovery import Discovery, discover
 from ..plugins._plugin import Plugin
@@ -43,6 +44,7 @@ class AgentRuntimeBuilder:
         self._store: ThreadStore | None = None
         self._secret: bytes | None = None
         self._limits: tuple[int, int] | None = None
+        self._observer: RunObserver | None = None
         self._progress = False
 
     @staticmethod
@@ -124,6 +126,12 @@ class AgentRuntimeBuilder:
         self._limits = (max_depth, max_descendants)
         return self
 
+    def with_observer(self, observer: RunObserver) -> AgentRuntimeBuilder:
+        """Report every run leg, inference and tool call to ``observer`` (e.g.
+        ``awaken_otel.GenAITelemetry`` for OpenTelemetry traces and metrics)."""
+        self._observer = observer
+        return self
+
     def build(self) -> Runtime:
         """Freeze the registries (merging discovered items) and return a :class:`Runtime`."""
         reg = Registries(
@@ -147,7 +155,13 @@ class AgentRuntimeBuilder:
                 for name in (failure.source, failure.distribution):
                     if name and name not in reg.plugins:
                         reg.unavailable_plugins.setdefault(name, failure)
-        runtime = Runtime(reg, store=self._store, discovery=found, ticket_secret=self._secret)
+        runtime = Runtime(
+            reg,
+            store=self._store,
+            discovery=found,
+            ticket_secret=self._secret,
+            observer=self._observer,
+        )
         runtime.progress_records = self._progress
         if self._limits is not None:
             depth, descendants = self._limits

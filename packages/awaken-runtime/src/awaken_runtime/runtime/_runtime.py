@@ -18,6 +18,7 @@ from ..delegation._delegation import (
     RunDelegationService,
 )
 from ..lifecycle._events import AgentEvent
+from ..lifecycle._observer import RunObserver
 from ..lifecycle._run_state import RunState
 from ..messages._message import Message, new_id
 from ..plugins._discovery import Discovery
@@ -27,12 +28,7 @@ from ..stores._lease import LeaseGuard, guard_lease
 from ..stores._memory import InMemoryStore
 from ..stores._ports import PruneReport, Retention
 from ..stores._thread_store import ScopeBinding, ThreadStore
-from ..suspension._suspension import (
-    Decision,
-    ResumeRejected,
-    ResumeTicket,
-    ThreadBusy,
-)
+from ..suspension._suspension import Decision, ResumeRejected, ResumeTicket, ThreadBusy
 from ..tools._cancel import CancellationToken
 from ._catalogs import Catalogs
 from ._completion import drive
@@ -76,8 +72,10 @@ class Runtime:
         discovery: Discovery | None = None,
         ticket_secret: bytes | None = None,
         delegation: RunDelegationService | None = None,
+        observer: RunObserver | None = None,
     ) -> None:
         self.registries = registries
+        self.observer = observer  # told of every leg, inference and tool call (tracing)
         self.store: ThreadStore = store if store is not None else InMemoryStore()
         self.discovery = discovery
         self.ticket_secret = ticket_secret
@@ -86,9 +84,7 @@ class Runtime:
         self._resolved: dict[str, ResolvedAgent] = {}
         self._catalogs = Catalogs(registries, self)
         # Weak: a lock lives while a run holds it, so many threads do not pile up.
-        self._thread_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
-            weakref.WeakValueDictionary()
-        )
+        self._thread_locks = weakref.WeakValueDictionary[str, asyncio.Lock]()
         self.delegation: RunDelegationService = (
             delegation if delegation is not None else NativeDelegationService(self)
         )
@@ -144,6 +140,7 @@ class Runtime:
         ctx = loop.ctx
         ctx.lease, ctx.progress = lease, self.progress_records
         ctx.ticket_secret = self.ticket_secret
+        ctx.observer = self.observer
         ctx.children = ChildRunner(self.delegation, ctx)
         ctx.cancel_child = self._cancel_child
         ctx.delegation_tool_id = self.delegation.tool_id()

@@ -96,6 +96,10 @@ class ResumeTicket(BaseModel):
     deadline: datetime | None = None
     not_before: datetime | None = None
     """For ``Schedule``: the call may not resume earlier."""
+    trace: dict[str, str] = Field(default_factory=dict)
+    """The tracing context of the leg that parked the call (``RunObservation.trace``,
+    e.g. W3C ``traceparent``), so the leg that resumes it continues the same trace.
+    Empty without an observer."""
     signature: str | None = None
 
     def body(self) -> bytes:

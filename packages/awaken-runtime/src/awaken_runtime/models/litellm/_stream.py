@@ -22,7 +22,7 @@ __all__ = ["StreamAssembler"]
 class StreamAssembler:
     """Feed chunks in order; :meth:`response` builds the final answer."""
 
-    __slots__ = ("_calls", "_finish", "_reasoning", "_text", "_usage")
+    __slots__ = ("_calls", "_finish", "_id", "_model", "_reasoning", "_text", "_usage")
 
     def __init__(self) -> None:
         self._text: list[str] = []
@@ -30,6 +30,8 @@ class StreamAssembler:
         self._calls: dict[int, _Call] = {}
         self._usage: Any = None
         self._finish: str | None = None
+        self._id: str | None = None
+        self._model: str | None = None
 
     def feed(self, chunk: Any) -> list[StreamDelta]:
         """Take one chunk; return the deltas to stream now."""
@@ -37,6 +39,8 @@ class StreamAssembler:
         usage = _get(chunk, "usage")
         if usage:
             self._usage = usage
+        if self._id is None:  # every chunk repeats them: the first one that has them tells
+            self._id, self._model = _text(_get(chunk, "id")), _text(_get(chunk, "model"))
         for choice in _get(chunk, "choices") or ():
             self._finish = _get(choice, "finish_reason") or self._finish
             delta = _get(choice, "delta")
@@ -63,6 +67,8 @@ class StreamAssembler:
             tool_calls=calls,
             usage=_usage(self._usage),
             finish_reason=self._finish or ("tool_calls" if calls else "stop"),
+            response_id=self._id,
+            response_model=self._model,
         )
 
 
@@ -75,6 +81,10 @@ class _Call:
         self.id = ""
         self.name = ""
         self.arguments: list[str] = []
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def _get(obj: Any, name: str) -> Any:
