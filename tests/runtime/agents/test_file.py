@@ -75,6 +75,14 @@ class NeedsArgs:
 
 audit = Audit()
 NUMBER = 42
+
+
+from pydantic import BaseModel
+
+
+class City(BaseModel):
+    name: str
+    population: int
 '''
 
 
@@ -279,6 +287,29 @@ def test_plain_ids_import_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
 
 # --- the documented format -----------------------------------------------------
+
+
+@pytest.mark.parametrize("form", ["string", "table"])
+def test_an_output_type_by_import_path(tmp_path: Path, module: str, form: str) -> None:
+    output = (
+        f'output = "{module}:City"'
+        if form == "string"
+        else f'[output]\ntype = "{module}:City"\nretries = 4\nmode = "tool"'
+    )
+    text = f"""id = "geo"\nmodel_binding = "m"\n{output}\n"""
+    loaded = AgentFile.load(write(tmp_path, "agent.toml", text))
+    spec = loaded.config.output
+    assert spec is not None
+    assert spec.json_schema["required"] == ["name", "population"]
+    if form == "table":
+        assert spec.retries == 4 and spec.mode == "tool"
+
+
+def test_an_output_path_that_is_no_type_is_named(tmp_path: Path, module: str) -> None:
+    text = f'''id = "geo"\nmodel_binding = "m"\noutput = "{module}:audit"\n'''
+    with pytest.raises(AgentConfigError) as info:
+        AgentFile.load(write(tmp_path, "agent.toml", text))
+    assert f"{module}:audit" in str(info.value) and "not an output type" in str(info.value)
 
 
 def test_readme_section_names_every_key() -> None:

@@ -20,7 +20,7 @@ from ..models._model import ModelSpec
 from ..plugins._plugin import Plugin
 from ..tools._tool import Tool
 from ._config import AgentConfig
-from ._imports import import_plugin, import_tool, is_import_path
+from ._imports import import_output, import_plugin, import_tool, is_import_path
 
 __all__ = ["AgentFile", "read_agent_data"]
 
@@ -145,6 +145,13 @@ class AgentFile:
         agent, raw_models = _split(read_agent_data(p), source)
         models = _models(raw_models, source)
         refs = [r for key in ("tool_ids", "plugin_ids") for r in _ids(agent, key)]
+        output = agent.get("output")
+        # `output = "myapp.types:City"`, or a table with `type = "myapp.types:City"`.
+        typed = output if isinstance(output, str) else None
+        if isinstance(output, dict) and isinstance(output.get("type"), str):
+            typed = output["type"]
+        if typed is not None:
+            refs.append(typed)
         tools: list[Tool] = []
         plugins: list[Plugin] = []
         imported: dict[str, str] = {}
@@ -168,6 +175,10 @@ class AgentFile:
                     agent[key] = [
                         imported.get(r, r) if isinstance(r, str) else r for r in agent[key]
                     ]
+            if typed is not None:
+                table = output if isinstance(output, dict) else {}
+                options = {k: v for k, v in table.items() if k != "type"}
+                agent["output"] = import_output(typed, options, source=source)
             if isinstance(agent.get("plugin_config"), dict):
                 # A plugin's config table may be keyed by its import path or by its id.
                 agent["plugin_config"] = {

@@ -8,11 +8,12 @@ import sys
 from typing import Any
 
 from .._errors import AgentConfigError
+from ..models._output import OutputSpec
 from ..plugins._plugin import Plugin
 from ..tools._function_tool import FunctionTool
 from ..tools._tool import Tool
 
-__all__ = ["import_plugin", "import_tool", "is_import_path"]
+__all__ = ["import_output", "import_plugin", "import_tool", "is_import_path"]
 
 
 def is_import_path(ref: str) -> bool:
@@ -107,3 +108,17 @@ def import_plugin(path: str, *, source: str) -> Plugin:
         f"import path {path!r} in {source}: found {_found(obj)}, expected a plugin "
         f"(an object with a manifest and resolve(config), or its class)"
     )
+
+
+def import_output(path: str, options: dict[str, Any], *, source: str) -> OutputSpec:
+    """The output spec of the type at ``path`` (a pydantic model, dataclass, TypedDict,
+    or anything pydantic validates); ``options`` are the spec's other keys."""
+    obj = _import(path, source)
+    try:
+        return OutputSpec.of(obj, **options)
+    except Exception as exc:  # not a type pydantic can make a schema of, or a bad option
+        raise AgentConfigError(
+            f"import path {path!r} in {source}: found {_found(obj)}, which is not an output "
+            f"type ({type(exc).__name__}: {exc}); point it at a pydantic model, dataclass "
+            f"or TypedDict"
+        ) from None
