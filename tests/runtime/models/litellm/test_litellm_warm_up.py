@@ -88,6 +88,35 @@ async def test_runtime_warm_up_awaits_every_executor_that_has_one() -> None:
     assert seen == ["warmed"]
 
 
+async def test_warm_up_of_an_agent_touches_only_its_provider() -> None:
+    """``awaken run`` warms the agent's provider only: a registered litellm provider
+    whose package is not installed must not fail an agent on another provider."""
+    from awaken_runtime import AgentConfig, AgentRuntimeBuilder, ModelSpec, ScriptedExecutor
+
+    class Broken(ScriptedExecutor):
+        async def warm_up(self) -> None:
+            raise ImportError("litellm is not installed")
+
+    seen: list[str] = []
+
+    class Warmable(ScriptedExecutor):
+        async def warm_up(self) -> None:
+            seen.append("mine")
+
+    runtime: Runtime = (
+        AgentRuntimeBuilder(discover=False)
+        .with_provider("mine", Warmable(["x"]))
+        .with_provider("litellm", Broken(["y"]))
+        .with_model(ModelSpec(id="m", provider="mine", model="s"))
+        .with_agent_spec(AgentConfig(id="helper", model_binding="m"))
+        .build()
+    )
+    await runtime.warm_up("helper")
+    assert seen == ["mine"]
+    with pytest.raises(ImportError):
+        await runtime.warm_up()
+
+
 def test_after_warm_up_the_first_run_imports_nothing_on_the_loop(server: Any) -> None:
     server.add(Reply(text="hello"))
     code = _CHILD.format(here=str(HERE), url=server.base_url)

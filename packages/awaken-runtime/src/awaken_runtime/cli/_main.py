@@ -73,7 +73,7 @@ async def _stream(
     render = _renderer()
     _write(f"user> {prompt}\n")
     try:
-        await runtime.warm_up()  # a provider's heavy import, off the event loop
+        await runtime.warm_up(agent_id)  # its provider's heavy import, off the event loop
         state = await runtime.run(agent_id, prompt, thread_id=thread_id, on_event=render)
         # A run waiting on a permission ask: prompt in the terminal, or save the tickets.
         context = {

@@ -352,9 +352,11 @@ class Runtime:
         """End the runs dead processes left on ``thread_ids`` (default: all); see ``sweep``."""
         return await sweep(self, thread_ids)
 
-    async def warm_up(self) -> None:
-        """Let every provider with a ``warm_up`` load itself (off the event loop) now."""
-        await warm_up(self.registries.providers.values())
+    async def warm_up(self, *agent_ids: str) -> None:
+        """Let providers with a ``warm_up`` load themselves (off the event loop) now: those
+        of ``agent_ids`` (their models' providers), or every registered one."""
+        providers = [self._agent(a).executor for a in agent_ids] or self.registries.providers
+        await warm_up(providers.values() if isinstance(providers, dict) else providers)
 
     async def prune(self, older_than: datetime | timedelta) -> PruneReport:
         """:meth:`recover_abandoned`, then the store's ``prune`` (which keeps live runs)."""
