@@ -27,6 +27,21 @@ BINDING = ScopeBinding(race.THREAD, "default", "default")
 stalls = st.lists(st.integers(min_value=-30, max_value=0), max_size=3)
 
 
+async def _assert_ended_once(inner: InMemoryStore, executed: list[str]) -> None:
+    """After recovery: the call ran at most once, has one truthful result, nothing waits."""
+    assert len(executed) <= 1, f"the call ran {len(executed)} times"
+    snap = await inner.load(BINDING)
+    assert snap.parked is None, "the thread is stranded"
+    results_for_call = [
+        m.text for m in snap.messages if m.role == "tool" and m.tool_call_id == "pay"
+    ]
+    assert len(results_for_call) == 1, results_for_call
+    if executed:
+        assert results_for_call[0] == "moved 5" or "unknown" in results_for_call[0]
+    else:
+        assert "moved" not in results_for_call[0]
+
+
 async def _scenario(
     leases: bool, stall_a: list[int], stall_b: list[int], kill: int | None, victim: int = 1
 ) -> None:
@@ -69,17 +84,7 @@ async def _scenario(
     if snap.parked is not None:
         late = race.build_runtime(inner, executed.append, ["recovered"], gate=False)
         await late.run(race.AGENT, "again", thread_id=race.THREAD)
-    assert len(executed) <= 1, f"the call ran {len(executed)} times"
-    snap = await inner.load(BINDING)
-    assert snap.parked is None, "the thread is stranded"
-    results_for_call = [
-        m.text for m in snap.messages if m.role == "tool" and m.tool_call_id == "pay"
-    ]
-    assert len(results_for_call) == 1, results_for_call
-    if executed:
-        assert results_for_call[0] == "moved 5" or "unknown" in results_for_call[0]
-    else:
-        assert "moved" not in results_for_call[0]
+    await _assert_ended_once(inner, executed)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -179,17 +184,7 @@ async def _lapse_scenario(
         _lapse_leases(inner)  # a killed holder's lease lapses before recovery
         late = race.build_runtime(inner, executed.append, ["recovered"], gate=False)
         await late.run(race.AGENT, "again", thread_id=race.THREAD)
-    assert len(executed) <= 1, f"the call ran {len(executed)} times"
-    snap = await inner.load(BINDING)
-    assert snap.parked is None, "the thread is stranded"
-    results_for_call = [
-        m.text for m in snap.messages if m.role == "tool" and m.tool_call_id == "pay"
-    ]
-    assert len(results_for_call) == 1, results_for_call
-    if executed:
-        assert results_for_call[0] == "moved 5" or "unknown" in results_for_call[0]
-    else:
-        assert "moved" not in results_for_call[0]
+    await _assert_ended_once(inner, executed)
     runs = await inner.list_runs(race.THREAD)
     assert all(r.phase is Phase.ENDED for r in runs), [(r.run_id, r.phase) for r in runs]
 

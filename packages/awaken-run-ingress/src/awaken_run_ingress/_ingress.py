@@ -143,6 +143,14 @@ class RunIngress:
             on_conflict="skip",
         )
 
+    async def is_cancelled(self, run_id: str) -> bool:
+        """Whether :meth:`cancel` was called for ``run_id``."""
+        await self.open()
+        cur = await self._conn.execute(
+            b"SELECT 1 FROM awaken_ingress_cancels WHERE run_id = %s", (run_id,)
+        )
+        return await cur.fetchone() is not None
+
     async def cancel(self, run_id: str) -> None:
         """Cancel ``run_id`` wherever it is: the worker running it stops at its next
         boundary (``Cancelled``), a waiting run is cancelled, a queued one never starts."""

@@ -136,7 +136,8 @@ class Worker:
         spec = RunJob.model_validate_json(job.payload or b"{}")
         async with self._slots:
             token = CancellationToken()
-            cancelled = await self._is_cancelled(spec.run_id)
+            # One shared connection (the ingress's), not a new one per job.
+            cancelled = await self._ingress.is_cancelled(spec.run_id)
             record = await self.runtime.store.get_run(spec.run_id)  # type: ignore[attr-defined]
             if record is not None and record.phase is not Phase.RUNNING:
                 # A repeated delivery of a run that ended or waits: its worker may have died
@@ -261,13 +262,6 @@ class Worker:
         raise RetryRequested(delay=self.retry_delay, reason=str(exc))
 
     # -- cancels ---------------------------------------------------------------------
-
-    async def _is_cancelled(self, run_id: str) -> bool:
-        async with await connect(self.dsn, self.schema) as conn:
-            cur = await conn.execute(
-                b"SELECT 1 FROM awaken_ingress_cancels WHERE run_id = %s", (run_id,)
-            )
-            return await cur.fetchone() is not None
 
     async def _watch_cancels(self, conn: Any) -> None:
         await conn.execute(f"LISTEN {CANCEL_CHANNEL}".encode())
