@@ -23,11 +23,17 @@ from awaken_runtime import (
     AwaitReason,
     CapabilityBound,
     Contributions,
+    HookReaction,
     ModelSpec,
+    PhaseContext,
+    PhaseHookPoint,
     PluginManifest,
     Schedule,
+    ScheduledAction,
+    Scope,
     ScriptedExecutor,
     ScriptedTurn,
+    StateKey,
     Suspend,
     SuspendCall,
     ToolCall,
@@ -149,3 +155,53 @@ def configure_asking(builder: Any) -> None:
     builder.with_provider("scripted-ask", ScriptedExecutor([_ask_turn], repeat=True))
     builder.with_tool(ask)
     builder.with_agent_spec(AgentConfig(id="asker", model_binding="m-ask", tool_ids=["ask"]))
+
+
+REMINDED = StateKey("reminders.scheduled_for", str, default="", scope=Scope.THREAD)
+
+
+class Reminders:
+    """The ``reminder`` agent's first run schedules a reminder ``AWAKEN_INGRESS_DELAY_S``
+    seconds out (its run ends long before); the reminder records when it ran."""
+
+    manifest = PluginManifest(
+        id="reminders",
+        bound=CapabilityBound(
+            phase_hooks=frozenset({PhaseHookPoint.RUN_START}),
+            action_handlers=frozenset({"remind"}),
+            state_keys=frozenset({REMINDED.decl}),
+        ),
+    )
+
+    def resolve(self, config: Any) -> Contributions:
+        async def schedule(ctx: PhaseContext) -> HookReaction | None:
+            if REMINDED.get(ctx.store):
+                return None
+            delay = float(os.environ.get("AWAKEN_INGRESS_DELAY_S", "2"))
+            at = datetime.now(UTC) + timedelta(seconds=delay)
+            return HookReaction(
+                commands=[REMINDED.set(at.isoformat())],
+                schedule=[ScheduledAction(name="remind", payload={"for": "follow-up"}, at=at)],
+            )
+
+        async def remind(action: ScheduledAction, ctx: PhaseContext) -> None:
+            await asyncio.to_thread(_record, ctx.run.thread_id, 0, action.payload["for"])
+
+        return Contributions(
+            phase_hooks={PhaseHookPoint.RUN_START: schedule}, action_handlers={"remind": remind}
+        )
+
+
+def _remind_turn(request: Any) -> str:
+    return "reminded" if any(m.role == "assistant" for m in request.messages) else "noted"
+
+
+def configure_reminders(builder: Any) -> None:
+    """``configure`` plus the ``reminder`` agent, whose reminder outlives its first run."""
+    configure(builder)
+    builder.with_model(ModelSpec(id="m-remind", provider="scripted-remind", model="s"))
+    builder.with_provider("scripted-remind", ScriptedExecutor([_remind_turn], repeat=True))
+    builder.with_plugin(Reminders())
+    builder.with_agent_spec(
+        AgentConfig(id="reminder", model_binding="m-remind", plugin_ids=["reminders"])
+    )

@@ -15,7 +15,7 @@ import psycopg
 import pytest
 
 from awaken_run_ingress import RunIngress
-from awaken_runtime import AwaitReason, Phase, ScopeBinding
+from awaken_runtime import AwaitReason, Phase, Scope, ScopeBinding
 from awaken_runtime.stores import open_store
 from awaken_store_postgres import SCHEMA_VERSION
 
@@ -160,3 +160,40 @@ def test_a_ticket_past_its_deadline_cancels_the_waiting_run(schemas: Schemas) ->
         worker.wait(timeout=30)
     assert ticket.deadline is not None and ended_at >= ticket.deadline, "cancelled early"
     assert record.end_cause.kind == "cancelled"
+
+
+@pytest.mark.slow
+def test_a_time_based_action_wakes_an_ended_run_once_never_early_across_a_restart(
+    schemas: Schemas,
+) -> None:
+    env = {"AWAKEN_INGRESS_DELAY_S": "3"}
+    run_id = asyncio.run(_submit(schemas, "reminder", "t-remind"))
+    first = _start(schemas, "ingress_agents:configure_reminders", **env)
+    try:
+        snap, record = _wait(schemas, "t-remind", run_id, Phase.ENDED, 60)
+    finally:
+        first.send_signal(signal.SIGKILL)  # the worker that queued the wake-up dies
+        first.wait(timeout=30)
+    assert record.end_cause.kind == "natural_end"
+    due = datetime.fromisoformat(snap.state[(Scope.THREAD, "reminders.scheduled_for")])
+    time.sleep(0.5)
+    second = _start(schemas, "ingress_agents:configure_reminders", **env)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            snap, _ = asyncio.run(_state(schemas, "t-remind", run_id))
+            if [m.content for m in snap.messages if m.role == "assistant"][-1:] == ["reminded"]:
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError("the reminder never woke the thread")
+        time.sleep(1.0)  # a second wake-up, if any were queued, would have run by now
+    finally:
+        second.terminate()
+        second.wait(timeout=30)
+    with psycopg.connect(schemas.dsn, options=f"-c search_path={schemas.ledger}") as conn:
+        rows = list(conn.execute(b"SELECT run_id, at FROM executions"))
+    assert [r for r, _ in rows] == ["t-remind"], "the reminder ran more or less than once"
+    assert datetime.fromtimestamp(rows[0][1], UTC) >= due, "the reminder ran early"
+    texts = [m.content for m in snap.messages if m.role == "assistant"]
+    assert texts == ["noted", "reminded"]

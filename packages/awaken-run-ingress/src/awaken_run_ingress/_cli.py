@@ -20,8 +20,11 @@ def add_worker_command(sub: Any) -> None:
     worker.add_argument("--schema", default="awaken_ingress", help="schema of the queue tables")
     worker.add_argument("--store", required=True, help="store URL (e.g. postgresql://...)")
     worker.add_argument(
+        "--agents",
+        help="an agent file, or a folder of them (the format of awaken run and awaken serve)",
+    )
+    worker.add_argument(
         "--setup",
-        required=True,
         help="MODULE:FUNCTION called with the AgentRuntimeBuilder (adds agents, models, tools)",
     )
     worker.add_argument("--concurrency", type=int, default=4, help="jobs at once (default 4)")
@@ -56,6 +59,29 @@ def load_setup(spec: str) -> Any:
     return fn
 
 
+def add_agent_files(builder: Any, source: str) -> None:
+    """Register every agent file of ``source`` (a file or a folder) with ``builder``."""
+    from pathlib import Path
+
+    from awaken_runtime import AgentFile
+
+    root = Path(source)
+    if root.is_dir():
+        paths = sorted(p for p in root.iterdir() if p.suffix.lower() in _AGENT_SUFFIXES)
+    elif root.is_file():
+        paths = [root]
+    else:
+        raise SystemExit(f"error: --agents {source!r} is neither a file nor a folder")
+    if not paths:
+        raise SystemExit(f"error: --agents {source!r} holds no agent file (.toml, .json, .yaml)")
+    for path in paths:
+        found = AgentFile.load(path)
+        found.register_parts(builder).with_agent_spec(found.config)
+
+
+_AGENT_SUFFIXES = (".toml", ".json", ".yaml", ".yml")
+
+
 def _limits(values: list[str]) -> dict[str, int]:
     out: dict[str, int] = {}
     for value in values:
@@ -72,10 +98,18 @@ def _cmd_worker(args: argparse.Namespace) -> int:
 
     from ._worker import Worker
 
-    setup = load_setup(args.setup)
+    if not (args.setup or args.agents):
+        raise SystemExit("error: give --agents (agent files), --setup MODULE:FUNCTION, or both")
+    setup = load_setup(args.setup) if args.setup else None
     store = open_store(args.store)
     builder = AgentRuntimeBuilder().with_store(store).with_progress_records()
-    setup(builder)
+    if setup is not None:
+        setup(builder)  # first: the models and tools the agent files name
+    if args.agents:
+        try:
+            add_agent_files(builder, args.agents)
+        except AwakenError as exc:
+            raise SystemExit(f"error: {exc}") from None
     runtime = builder.build()
     worker = Worker(
         runtime,

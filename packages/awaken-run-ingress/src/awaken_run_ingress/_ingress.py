@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -9,7 +10,7 @@ from typing import Any, Self
 
 from pgqueuer import PsycopgDriver, Queries
 
-from awaken_runtime import Decision, Message, ResumeTicket, check_id
+from awaken_runtime import Decision, Message, ResumeTicket, ScheduledAction, check_id
 
 from ._jobs import CANCEL, DECISION, EXPIRE, RUN, DecisionJob, RunJob
 from ._schema import CANCEL_CHANNEL, connect, install
@@ -131,6 +132,44 @@ class RunIngress:
             dedupe_key=f"decision:{stored.ticket_id}",
             on_conflict="skip",
         )
+
+    async def wake(
+        self,
+        agent_id: str,
+        thread_id: str,
+        after_run: str,
+        actions: list[ScheduledAction],
+        *,
+        profile_id: str = "default",
+        namespace: str = "default",
+    ) -> Submitted | None:
+        """Queue the wake-up run of a thread whose run ``after_run`` ended with
+        time-based ``actions`` pending: a new run (no input) at the earliest of their
+        times, carrying them all. Its id derives from ``after_run``, so queueing it twice
+        (a redelivered job) starts one run. ``None`` if no action has a time."""
+        times = [a.at for a in actions if a.at is not None]
+        if not times:
+            return None
+        digest = hashlib.blake2b(after_run.encode(), digest_size=12).hexdigest()
+        at = min(times)
+        job = RunJob(
+            run_id=f"wake_{digest}",
+            agent_id=agent_id,
+            thread_id=thread_id,
+            profile_id=profile_id,
+            namespace=namespace,
+            actions=[a.model_dump(mode="json") for a in actions],
+            not_before=at,
+        )
+        queries = await self._q()
+        (job_id,) = await queries.enqueue(
+            run_entrypoint(agent_id),
+            job.model_dump_json().encode(),
+            execute_after=_after(at),
+            dedupe_key=f"run:{job.run_id}",
+            on_conflict="skip",
+        )
+        return Submitted(job.run_id, thread_id, int(job_id) if job_id is not None else 0)
 
     async def expire_at(self, ticket: ResumeTicket, at: datetime) -> None:
         """Queue the check that cancels the run if ``ticket`` still waits at its deadline."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -30,6 +31,10 @@ class RunJob(BaseModel):
     profile_id: str = "default"
     namespace: str = "default"
     input: list[Message] = Field(default_factory=list)
+    actions: list[dict[str, Any]] = Field(default_factory=list)
+    """For a wake-up run: the scheduled actions an ended run left pending (JSON)."""
+    not_before: datetime | None = None
+    """For a wake-up run: the earliest of those actions' times; never started earlier."""
 
 
 class DecisionJob(BaseModel):

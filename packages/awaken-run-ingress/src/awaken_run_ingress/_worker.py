@@ -28,10 +28,12 @@ from awaken_runtime import (
     ResumeTicket,
     RunState,
     Runtime,
+    ScheduledAction,
     ScopeBinding,
     ThreadBusy,
 )
 
+from ._events import RunEvents, last_logged
 from ._ingress import RunIngress, run_entrypoint
 from ._jobs import CANCEL, DECISION, EXPIRE, DecisionJob, RunJob
 from ._schema import CANCEL_CHANNEL, connect, install
@@ -134,6 +136,9 @@ class Worker:
 
     async def _run_job(self, job: Job) -> None:
         spec = RunJob.model_validate_json(job.payload or b"{}")
+        if spec.not_before is not None and spec.not_before > datetime.now(UTC):
+            # A wake-up run, and the database's clock ran ahead of ours: never early.
+            raise RetryRequested(delay=spec.not_before - datetime.now(UTC), reason="not yet")
         async with self._slots:
             token = CancellationToken()
             # One shared connection (the ingress's), not a new one per job.
@@ -144,6 +149,8 @@ class Worker:
                 # between the park and queueing the park's wake-ups, so queue them (again).
                 if record.phase is Phase.WAITING:
                     await self._wake_parked(spec.thread_id)
+                else:
+                    await self._wake_ended(spec)
                 return
             if cancelled:
                 if record is None:
@@ -157,7 +164,9 @@ class Worker:
 
     async def _start(self, spec: RunJob, fresh: bool, token: CancellationToken) -> None:
         state: RunState | None
+        store = self.runtime.store
         if fresh:
+            events = RunEvents(store, spec.run_id)
             state = await self.runtime.run(
                 spec.agent_id,
                 spec.input,
@@ -166,23 +175,61 @@ class Worker:
                 profile_id=spec.profile_id,
                 namespace=spec.namespace,
                 cancel=token,
+                on_event=events,
+                actions=[ScheduledAction.model_validate(a) for a in spec.actions],
             )
         else:  # its worker died mid-run: continue from the last committed step
+            events = await RunEvents.continuing(store, spec.run_id)
             state = await self.runtime.continue_run(
-                spec.thread_id, profile_id=spec.profile_id, namespace=spec.namespace, cancel=token
+                spec.thread_id,
+                profile_id=spec.profile_id,
+                namespace=spec.namespace,
+                cancel=token,
+                on_event=events,
             )
-        await self._wake_later(state)
+        await events.drain()
+        await self._wake_later(state, spec.profile_id, spec.namespace)
 
     async def _wake_parked(self, thread_id: str) -> None:
         snap = await self.runtime.store.load(ScopeBinding(thread_id, "default", "default"))
         if snap.parked is not None:
             await self._wake(snap.parked.tickets)
 
-    async def _wake_later(self, state: RunState | None) -> None:
-        """Queue the timed wake-ups of a run that parked: a ``Schedule``-d call's
-        approval at its time, and the expiry check of every ticket with a deadline."""
-        if state is not None and state.phase is Phase.WAITING:
+    async def _wake_later(
+        self, state: RunState | None, profile_id: str = "default", namespace: str = "default"
+    ) -> None:
+        """Queue the timed wake-ups of a run that parked (a ``Schedule``-d call's approval
+        at its time, the expiry check of every ticket with a deadline) or that ended with
+        time-based scheduled actions pending (a wake-up run at the earliest time)."""
+        if state is None:
+            return
+        if state.phase is Phase.WAITING:
             await self._wake(state.tickets)
+        elif state.pending_actions:
+            await self._ingress.wake(
+                state.agent_id,
+                state.thread_id,
+                state.run_id,
+                state.pending_actions,
+                profile_id=profile_id,
+                namespace=namespace,
+            )
+
+    async def _wake_ended(self, spec: RunJob) -> None:
+        """A redelivered job of a run that ended: its worker may have died before queueing
+        the wake-up of its pending actions, which its logged ``RunFinish`` still names."""
+        page = await last_logged(self.runtime.store, spec.run_id)
+        finish = page[-1].data if page else {}
+        actions = finish.get("pending_actions") if finish.get("type") == "run_finish" else None
+        if actions:
+            await self._ingress.wake(
+                spec.agent_id,
+                spec.thread_id,
+                spec.run_id,
+                [ScheduledAction.model_validate(a) for a in actions],
+                profile_id=spec.profile_id,
+                namespace=spec.namespace,
+            )
 
     async def _wake(self, tickets: list[ResumeTicket]) -> None:
         for ticket in tickets:
@@ -220,12 +267,22 @@ class Worker:
                     raise RetryRequested(delay=delay, reason="scheduled for later")
                 decision = cast("Decision", spec.decision)
                 states: list[RunState] = []
+                binding = ScopeBinding(ticket.thread_id, "default", "default")
+                where = (await self.runtime.store.load(binding)).parked
+                events = RunEvents(self.runtime.store, ticket.run_id)
 
                 async def resume() -> None:
-                    states.append(await self.runtime.resume(ticket, decision, cancel=token))
+                    states.append(
+                        await self.runtime.resume(ticket, decision, cancel=token, on_event=events)
+                    )
 
                 await self._patiently(job, resume)
-                await self._wake_later(states[-1] if states else None)
+                await events.drain()
+                await self._wake_later(
+                    states[-1] if states else None,
+                    where.profile_id if where is not None else "default",
+                    where.namespace if where is not None else "default",
+                )
             except ResumeRejected as exc:
                 log.info("decision on ticket %s not applied: %s", ticket.ticket_id, exc)
                 await self._wake_parked(ticket.thread_id)  # a redelivery after a crash

@@ -20,6 +20,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ._agents import AgentCatalog
 from ._hub import RunHub
+from ._ingress_hub import IngressHub
 from ._keys import KeyRing
 from ._owners import Owners
 from ._problems import Problem, handle_problem, problem_response
@@ -51,6 +52,9 @@ class ServerConfig:
     """Profiles allowed to publish and roll back agent configs (they change every profile's
     agents); empty: nobody, the agent files are all there is."""
     close_store: bool = True
+    ingress: Any = None
+    """A ``awaken_run_ingress.RunIngress``: runs become jobs for ``awaken worker``
+    processes sharing ``store``, instead of running in this process."""
 
 
 class AuthMiddleware:
@@ -121,17 +125,26 @@ def create_app(config: ServerConfig) -> Starlette:
             store=config.store,
             catalog=config.catalog,
             owners=owners,
-            hub=RunHub(max_runs_per_key=config.max_runs_per_key),
+            hub=(
+                RunHub(max_runs_per_key=config.max_runs_per_key)
+                if config.ingress is None
+                else IngressHub(
+                    config.ingress, config.store, max_runs_per_key=config.max_runs_per_key
+                )
+            ),
             runtime=config.catalog.build(config.store),
         )
         app.state.service = service
         app.state.warmed = await warm_up(config.catalog)
-        await service.runtime.warm_up()  # executors' first-call setup, off the event loop
+        if config.ingress is None:  # the workers run the models in ingress mode
+            await service.runtime.warm_up()  # executors' first-call setup, off the loop
         try:
             yield
         finally:
             # In-flight runs stop at their next boundary, checkpoint, and release leases.
             await service.hub.shutdown()
+            if config.ingress is not None:
+                await config.ingress.close()
             if config.close_store and hasattr(config.store, "close"):
                 await config.store.close()
 

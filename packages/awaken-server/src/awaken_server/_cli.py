@@ -45,6 +45,15 @@ def _options(parser: argparse.ArgumentParser) -> None:
         "--cors-origin", action="append", default=[], help="allow this origin (repeatable)"
     )
     parser.add_argument(
+        "--ingress",
+        metavar="DSN",
+        help="submit runs to the run ingress on this PostgreSQL database instead of running "
+        "them here (awaken worker processes run them; --store must be their store)",
+    )
+    parser.add_argument(
+        "--ingress-schema", default="awaken_ingress", help="the ingress's queue schema"
+    )
+    parser.add_argument(
         "--publishers",
         default="",
         help="comma list of profiles that may publish agent configs (default: none)",
@@ -84,7 +93,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     try:
         store = open_store(url)
         catalog.build(store)  # fail on a bad agent before binding the port
-    except AgentConfigError as exc:
+        ingress = _ingress(args, store)
+    except (AgentConfigError, TypeError, ImportError) as exc:
         sys.stderr.write(f"awaken serve: {exc}\n")
         return 2
     sys.stderr.write(
@@ -98,6 +108,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         max_runs_per_key=args.max_runs_per_key,
         cors_origins=args.cors_origin,
         publishers=frozenset(p.strip() for p in args.publishers.split(",") if p.strip()),
+        ingress=ingress,
     )
     uvicorn.run(
         create_app(config),
@@ -107,6 +118,23 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         timeout_graceful_shutdown=15,
     )
     return 0
+
+
+def _ingress(args: argparse.Namespace, store: Any) -> Any:
+    """The ``RunIngress`` of ``--ingress`` (``None`` without it); refuses a store that other
+    processes' event logs cannot be followed in."""
+    if not args.ingress:
+        return None
+    from ._ingress_hub import check_tailable
+
+    try:
+        from awaken_run_ingress import RunIngress
+    except ImportError as exc:
+        raise ImportError(
+            "--ingress needs awaken-run-ingress: pip install 'awaken-server[ingress]'"
+        ) from exc
+    check_tailable(store)
+    return RunIngress(args.ingress, schema=args.ingress_schema)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

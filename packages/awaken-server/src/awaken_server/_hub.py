@@ -238,6 +238,10 @@ class RunHub:
         run.cancel.cancel("cancelled through the API")
         return True
 
+    async def request_cancel(self, run_id: str) -> bool:
+        """:meth:`cancel`, as the service calls it (the ingress hub's is a queued job)."""
+        return self.cancel(run_id)
+
     async def shutdown(self, timeout: float = 10.0) -> None:
         """Refuse new runs, cancel live ones and wait for them to checkpoint."""
         self._closing = True

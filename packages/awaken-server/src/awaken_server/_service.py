@@ -170,7 +170,7 @@ class Service:
     async def cancel(self, principal: Principal, run_id: str) -> str:
         """Cancel a live or waiting run of ``principal``; what happened, as a word."""
         record = await self.owners.run(run_id, principal.profile_id)
-        if self.hub.cancel(run_id):
+        if await self.hub.request_cancel(run_id):
             return "cancelling"
         snap = await self.snapshot(record["thread_id"], principal.profile_id)
         if snap.parked is not None and snap.parked.run_id == run_id:

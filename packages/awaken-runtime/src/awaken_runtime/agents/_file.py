@@ -137,6 +137,18 @@ class AgentFile:
     imported: dict[str, str] = field(default_factory=dict)
     """Each import path of the file and the id it was registered under."""
 
+    def register_parts(self, builder: Any) -> Any:
+        """Add the file's models, imported tools and plugins to an ``AgentRuntimeBuilder``
+        (not the agent itself: ``builder.with_agent_spec(self.config)`` adds it, after any
+        change the caller makes); returns the builder."""
+        for spec in self.models:
+            builder.with_model(spec)
+        for found_tool in self.tools:
+            builder.with_tool(found_tool)
+        for plugin in self.plugins:
+            builder.with_plugin(plugin)
+        return builder
+
     @classmethod
     def load(cls, path: str | Path) -> AgentFile:
         """Read, validate and import everything ``path`` names; errors name the key and fix."""

@@ -47,12 +47,7 @@ def cli_runtime(agent: str | None, model: str | None, api_base: str | None) -> t
             sys.path.insert(0, os.getcwd())
         loaded = AgentFile.load(agent)
         config = loaded.config
-        for spec in loaded.models:
-            builder.with_model(spec)
-        for found_tool in loaded.tools:
-            builder.with_tool(found_tool)
-        for plugin in loaded.plugins:
-            builder.with_plugin(plugin)
+        loaded.register_parts(builder)
     else:
         config = AgentConfig(
             id="cli", instructions="You are a helpful assistant.", model_binding=str(model)

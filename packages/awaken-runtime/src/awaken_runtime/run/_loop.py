@@ -35,6 +35,7 @@ from ..messages._call_ids import call_ids_of, prepare_calls
 from ..messages._message import Message, new_id
 from ..messages._transcript import Transcript
 from ..models._model import TokenUsage
+from ..plugins._actions import ScheduledAction
 from ..plugins._context import CONTEXT_MESSAGES, INFERENCE_PARAMS, REQUEST_WINDOW, TOOL_FILTER
 from ..plugins._plugin import PhaseHookPoint
 from ..state._engine import MergePolicy, Scope
@@ -53,6 +54,7 @@ from ._run_context import Emit, RunContext
 from ._signals import End, lease_lost, log
 from ._stop import track_stops
 from ._tool_calls import ToolCallExecutor
+from ._wake import seed_actions
 
 if TYPE_CHECKING:
     from ..agents._resolve import ResolvedAgent
@@ -273,8 +275,14 @@ class AgentLoop:
                 )
             )
 
-    async def run(self, snapshot: ThreadSnapshot, input_messages: Sequence[Message]) -> RunState:
-        """Start a run on a loaded thread and drive it to an end or a park."""
+    async def run(
+        self,
+        snapshot: ThreadSnapshot,
+        input_messages: Sequence[Message],
+        actions: Sequence[ScheduledAction] = (),
+    ) -> RunState:
+        """Start a run on a loaded thread and drive it to an end or a park (``actions``:
+        scheduled actions carried in from an ended run, see ``_wake``)."""
         ctx = self.ctx
         ctx.cancel.attach()
         ctx.parked = []
@@ -285,11 +293,12 @@ class AgentLoop:
         ctx.engine.data.update(snapshot.state)
         ctx.transcript = Transcript(snapshot.messages)
         ctx.history_call_ids = snapshot.call_ids
+        carried = seed_actions(ctx, actions) if actions else None
         self.start_event()
         for message in input_messages:
             ctx.transcript.append(message)
         try:
-            await self.phases.phase(_RUN_START)
+            await self.phases.phase(_RUN_START, carried)
             await self.phases.checkpoint(run_record(ctx, Phase.RUNNING, None))
             self.phases.boundary()
         except End as end:

@@ -21,6 +21,7 @@ from ..lifecycle._events import AgentEvent
 from ..lifecycle._observer import RunObserver
 from ..lifecycle._run_state import RunState
 from ..messages._message import Message, new_id
+from ..plugins._actions import ScheduledAction
 from ..plugins._discovery import Discovery
 from ..run._loop import AgentLoop
 from ..run._resume import Resumer
@@ -36,13 +37,7 @@ from ._event_log import EventLog, read_events
 from ._input import input_messages
 from ._recovery import carry_on, recover, stranded, sweep
 from ._streaming import EventSink, stream_run
-from ._tickets import (
-    TicketLike,
-    check_resume,
-    load_parked,
-    parse_decision,
-    parse_ticket,
-)
+from ._tickets import TicketLike, check_resume, load_parked, parse_decision, parse_ticket
 from ._warm import warm_up
 
 __all__ = ["OnAwait", "RunInput", "Runtime"]
@@ -166,11 +161,14 @@ class Runtime:
         namespace: str = "default",
         cancel: CancellationToken | None = None,
         on_event: EventSink | None = None,
+        actions: Sequence[ScheduledAction] = (),
     ) -> RunState:
         """Run ``agent`` on ``input`` in ``thread_id`` (a new thread if omitted).
 
         ``profile_id`` binds PROFILE-scope state, ``namespace`` SHARED-scope
         state. ``on_event`` receives every ``AgentEvent`` as it happens.
+        ``actions``: scheduled actions an ended run left pending (its
+        ``pending_actions``), run once due: how a time-based action wakes a thread.
         Raises ``ThreadBusy`` if the thread has a run waiting for decisions, or
         an active run elsewhere (the store's per-thread lease).
         """
@@ -199,7 +197,7 @@ class Runtime:
             loop = self._new_loop(
                 resolved, binding, run_id or new_id("run_"), cancel, on_event, lease
             )
-            return await loop.run(snapshot, messages)
+            return await loop.run(snapshot, messages, actions)
 
     async def stream(
         self, agent: str | ExecutableAgentSnapshot, input: RunInput, **kwargs: Any

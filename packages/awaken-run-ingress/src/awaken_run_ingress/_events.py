@@ -1,0 +1,88 @@
+"""A worker's run events, written to the store's event log a step at a time.
+
+``awaken serve --ingress`` does not run agents itself: it follows each run's
+event log (``tail_events``), so the worker must write one. Events are
+buffered per run and appended at every ``StepEnd`` and ``RunFinish``, in
+order (each append waits for the one before), the same granularity as
+``Runtime.stream``'s own log. A run continued after its worker died starts
+counting its events at 1 again; they are renumbered after the last logged
+one, so a follower's ``seq`` keeps increasing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from awaken_runtime import AgentEvent, RunFinish, StepEnd
+from awaken_runtime.stores import StreamEvent
+
+__all__ = ["RunEvents", "last_logged"]
+
+log = logging.getLogger("awaken_run_ingress")
+
+
+def _has_log(store: Any) -> bool:
+    return callable(getattr(store, "append_events", None)) and callable(
+        getattr(store, "read_events", None)
+    )
+
+
+async def last_logged(store: Any, run_id: str) -> list[StreamEvent]:
+    """The last logged page of ``run_id``'s events (empty without a log)."""
+    if not _has_log(store):
+        return []
+    after, last = 0, list[StreamEvent]()
+    while True:
+        page = await store.read_events(run_id, after)
+        if not page:
+            return last
+        last, after = page, page[-1].seq
+
+
+class RunEvents:
+    """The ``on_event`` sink of one job: buffers, renumbers and appends its events."""
+
+    def __init__(self, store: Any, root_run_id: str, base: int = 0) -> None:
+        self._store: Any = store if _has_log(store) else None
+        self._root, self._base = root_run_id, base
+        self._pending: dict[str, list[StreamEvent]] = {}
+        self._writes: asyncio.Task[None] | None = None
+        self.finish: RunFinish | None = None
+        """The root run's last ``RunFinish`` seen (what a wake-up is queued from)."""
+
+    @classmethod
+    async def continuing(cls, store: Any, run_id: str) -> RunEvents:
+        """The sink of a run continued after a crash: numbering after its last logged event."""
+        page = await last_logged(store, run_id)
+        return cls(store, run_id, page[-1].seq if page else 0)
+
+    def __call__(self, event: AgentEvent) -> None:
+        if event.run_id == self._root:
+            if self._base:
+                event = event.model_copy(update={"seq": event.seq + self._base})
+            if isinstance(event, RunFinish):
+                self.finish = event
+        if self._store is None:
+            return
+        data = event.model_dump(mode="json")
+        self._pending.setdefault(event.run_id, []).append(StreamEvent(seq=event.seq, data=data))
+        if isinstance(event, (StepEnd, RunFinish)):
+            batch = self._pending.pop(event.run_id)
+            self._writes = asyncio.ensure_future(self._append(self._writes, event.run_id, batch))
+
+    async def _append(
+        self, before: asyncio.Task[None] | None, run_id: str, batch: list[StreamEvent]
+    ) -> None:
+        if before is not None:
+            await before
+        try:
+            await self._store.append_events(run_id, batch)
+        except Exception:  # the steps are committed; only followers miss these events
+            log.exception("could not log %d events of run %s", len(batch), run_id)
+
+    async def drain(self) -> None:
+        """Wait until every closed step's events are appended."""
+        if self._writes is not None:
+            await self._writes
