@@ -40,7 +40,10 @@ MODEL_STEPS = 6
 
 
 def _workers(n: int, queue: str, store_url: str) -> list[subprocess.Popen[str]]:
-    env = {**os.environ, "PYTHONPATH": str(HERE / "ingress"), "PYTHONUNBUFFERED": "1"}
+    # The caller's PYTHONPATH goes after the agents' folder: a checkout's packages/*/src
+    # there measure that checkout's worker (the "before" column of a change).
+    path = os.pathsep.join(p for p in (str(HERE / "ingress"), os.environ.get("PYTHONPATH")) if p)
+    env = {**os.environ, "PYTHONPATH": path, "PYTHONUNBUFFERED": "1"}
     procs = [
         subprocess.Popen(
             [
@@ -110,6 +113,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=60)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--workers", default="1,2,4")
+    parser.add_argument("--label", default="", help="suffix of the JSON file (e.g. before)")
     args = parser.parse_args()
     counts = [int(x) for x in args.workers.split(",")]
     times: dict[int, list[float]] = {n: [] for n in counts}
@@ -132,7 +136,7 @@ def main() -> None:
             }
         )
         print(f"{n:>7} {args.runs:>5} {median:>9.2f} {rate:>8.1f} {rate / base:>7.2f}x")
-    out = HERE / "results" / "ingress_throughput.json"
+    out = HERE / "results" / f"ingress_throughput{'_' + args.label if args.label else ''}.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(
         json.dumps(

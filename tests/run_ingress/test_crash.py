@@ -140,7 +140,10 @@ def test_killed_and_paused_workers_lose_no_step_and_repeat_none(schemas: Schemas
                 w.kill()
 
     for i, (snap, record) in enumerate(asyncio.run(_threads(schemas, run_ids))):
-        assert record.phase is Phase.ENDED and record.end_cause.kind == "natural_end", (i, record)
+        assert record.phase is Phase.ENDED and record.end_cause.kind == "natural_end", (
+            i,
+            record.end_cause,
+        )
         ids = [m.id for m in snap.messages]
         assert len(ids) == len(set(ids)), f"run {i}: a message was stored twice"
         assert [m.text for m in snap.messages if m.role == "user"] == ["go"], f"run {i}"

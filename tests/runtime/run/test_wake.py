@@ -96,3 +96,14 @@ async def test_carried_actions_are_committed_with_run_start(make_runtime, make_p
     written = {cmd.key: cmd for producer, cmd in start.entries if producer == "runtime"}
     table = written["awaken.scheduled_actions"].action.value
     assert [entry["action"]["name"] for entry in table.values()] == ["remind"]
+
+
+async def test_an_ended_runs_record_keeps_its_pending_actions(make_runtime, make_plugin):
+    """Whoever wakes the thread after a crash finds them in the store, not only in memory."""
+    ran: list[tuple[ScheduledAction, int]] = []
+    later = datetime.now(UTC) + timedelta(days=1)
+    rig = make_runtime(["first"], plugins=[_reminder_plugin(make_plugin, ran, later)])
+    first = await rig.run(thread_id="t")
+    record = await rig.store.get_run(first.run_id)
+    assert record is not None and record.pending_actions == first.pending_actions
+    assert [a.name for a in record.pending_actions] == ["remind"]

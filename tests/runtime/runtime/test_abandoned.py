@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from awaken_runtime import AbandonedFailure, Error, Message, Phase
+from awaken_runtime import AbandonedFailure, Error, Message, Phase, ThreadBusy
 from awaken_runtime.stores import FileStore, InMemoryStore, SQLiteStore
 from awaken_runtime.testing import scripted_runtime
 from awaken_store_conformance import binding, run_record
@@ -95,3 +95,23 @@ async def test_only_the_named_threads_are_swept(tmp_path: Path) -> None:
     assert await rig.runtime.recover_abandoned(["t-2", "t-unknown"]) == ["run-2"]
     one = await store.get_run("run-1")
     assert one is not None and one.phase is Phase.RUNNING
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "file", "memory"])
+async def test_starting_a_dead_run_again_under_its_own_id_is_refused_not_abandoned(
+    tmp_path: Path, kind: str
+) -> None:
+    """A redelivered job must continue the run; ``run`` with its id ends nothing."""
+    store = _stores(tmp_path)[kind]
+    await _leave_dead_run(store, "t-again", "run-again")
+    rig = scripted_runtime(["continued"], store=store)  # type: ignore[arg-type]
+    time.sleep(TTL * 1.5)
+    with pytest.raises(ThreadBusy, match=r"'run-again' was already started.*continue_run"):
+        await rig.run("pay 5", thread_id="t-again", run_id="run-again")
+    record = await store.get_run("run-again")  # type: ignore[attr-defined]
+    assert record.phase is Phase.RUNNING, "the run was ended instead of left to continue"
+    assert rig.executor.calls == 0
+    state = await rig.runtime.continue_run("t-again")
+    assert state is not None and state.run_id == "run-again" and state.final_text == "continued"
+    snap = await store.load(binding("t-again"))  # type: ignore[attr-defined]
+    assert [m.text for m in snap.messages if m.role == "user"] == ["pay 5"]

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
-from pgqueuer import Job, PsycopgDriver, Queries, QueueManager, RetryRequested
+from pgqueuer import Job, Queries, QueueManager, RetryRequested
 from pgqueuer.types import QueueExecutionMode
 
 from awaken_runtime import (
@@ -26,6 +26,7 @@ from awaken_runtime import (
     Phase,
     ResumeRejected,
     ResumeTicket,
+    RunRecord,
     RunState,
     Runtime,
     ScheduledAction,
@@ -33,7 +34,8 @@ from awaken_runtime import (
     ThreadBusy,
 )
 
-from ._events import RunEvents, last_logged
+from ._driver import SplitDriver
+from ._events import RunEvents
 from ._ingress import RunIngress, run_entrypoint
 from ._jobs import CANCEL, DECISION, EXPIRE, DecisionJob, RunJob
 from ._schema import CANCEL_CHANNEL, connect, install
@@ -97,9 +99,10 @@ class Worker:
         """Process jobs until :meth:`stop` (or, with ``drain``, until the queue is empty)."""
         conn = await connect(self.dsn, self.schema)
         listener = await connect(self.dsn, self.schema)
+        queue_listener = await connect(self.dsn, self.schema)
         try:
             await install(conn, self.schema)
-            qm = self._qm = QueueManager(Queries(PsycopgDriver(conn)))
+            qm = self._qm = QueueManager(Queries(SplitDriver(conn, queue_listener)))
             for agent_id in self.agents:
                 limit = self.per_agent.get(agent_id, 0)
                 qm.entrypoint(run_entrypoint(agent_id), concurrency_limit=limit)(self._run_job)
@@ -112,8 +115,8 @@ class Worker:
             batch = 1
             try:
                 await qm.run(
-                    # pgqueuer waits this long between dequeues even with jobs queued once
-                    # a batch is dispatched; it bounds the latency from queued to started.
+                    # The longest wait for a job queued without a NOTIFY reaching us (the
+                    # LISTEN connection is separate, see _driver, so queries never wait on it).
                     dequeue_timeout=self.poll,
                     batch_size=batch,
                     max_concurrent_tasks=max(self.concurrency, 2 * batch),
@@ -130,6 +133,7 @@ class Worker:
         finally:
             await self._ingress.close()
             await listener.close()
+            await queue_listener.close()
             await conn.close()
 
     # -- jobs ------------------------------------------------------------------------
@@ -150,7 +154,7 @@ class Worker:
                 if record.phase is Phase.WAITING:
                     await self._wake_parked(spec.thread_id)
                 else:
-                    await self._wake_ended(spec)
+                    await self._wake_ended(spec, record)
                 return
             if cancelled:
                 if record is None:
@@ -158,14 +162,20 @@ class Worker:
                 token.cancel("cancelled through the ingress")
             self.live[spec.run_id] = token
             try:
-                await self._patiently(job, lambda: self._start(spec, record is None, token))
+                await self._patiently(job, lambda: self._start(spec, token))
             finally:
                 self.live.pop(spec.run_id, None)
 
-    async def _start(self, spec: RunJob, fresh: bool, token: CancellationToken) -> None:
+    async def _start(self, spec: RunJob, token: CancellationToken) -> None:
+        """Start the run, or continue it if a worker already started it (read on every
+        attempt: the run may have started since the job was taken, by a worker that
+        then died); a run that ended or waits meanwhile is left alone."""
         state: RunState | None
         store = self.runtime.store
-        if fresh:
+        record = await store.get_run(spec.run_id)  # type: ignore[attr-defined]
+        if record is not None and record.phase is not Phase.RUNNING:
+            return
+        if record is None:
             events = RunEvents(store, spec.run_id)
             state = await self.runtime.run(
                 spec.agent_id,
@@ -215,18 +225,15 @@ class Worker:
                 namespace=namespace,
             )
 
-    async def _wake_ended(self, spec: RunJob) -> None:
+    async def _wake_ended(self, spec: RunJob, record: RunRecord) -> None:
         """A redelivered job of a run that ended: its worker may have died before queueing
-        the wake-up of its pending actions, which its logged ``RunFinish`` still names."""
-        page = await last_logged(self.runtime.store, spec.run_id)
-        finish = page[-1].data if page else {}
-        actions = finish.get("pending_actions") if finish.get("type") == "run_finish" else None
-        if actions:
+        the wake-up of its pending actions, which the run's stored record still names."""
+        if record.pending_actions:
             await self._ingress.wake(
                 spec.agent_id,
                 spec.thread_id,
                 spec.run_id,
-                [ScheduledAction.model_validate(a) for a in actions],
+                record.pending_actions,
                 profile_id=spec.profile_id,
                 namespace=spec.namespace,
             )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,8 +24,10 @@ def bound_failure(exc: CapabilityBoundError) -> Error:
     )
 
 
-def run_record(ctx: RunContext, phase: Phase, cause: EndCause | None) -> RunRecord:
-    """The run's stored record as of now."""
+def run_record(
+    ctx: RunContext, phase: Phase, cause: EndCause | None, pending: Sequence[Any] = ()
+) -> RunRecord:
+    """The run's stored record as of now (``pending``: an ended run's unrun actions)."""
     now = datetime.now(UTC)
     if ctx.started_at is None:
         ctx.started_at = now  # a resumed leg restarts this; the store keeps the first
@@ -39,6 +42,7 @@ def run_record(ctx: RunContext, phase: Phase, cause: EndCause | None) -> RunReco
         cost=ctx.cost,
         started_at=ctx.started_at,
         updated_at=now,
+        pending_actions=list(pending),
     )
 
 

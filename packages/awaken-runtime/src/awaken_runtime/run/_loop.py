@@ -368,8 +368,11 @@ class AgentLoop:
             except CapabilityBoundError as exc:
                 if not isinstance(cause, Error):
                     cause = bound_failure(exc)
+        # A waiting run keeps its pending actions for the resume; an ended one reports them.
+        pending = self.phases.unrun_actions() if parked is None else []
         try:
-            await self.phases.checkpoint(run_record(ctx, phase, cause), parked, force=True)
+            record = run_record(ctx, phase, cause, pending)
+            await self.phases.checkpoint(record, parked, force=True)
         except VersionConflict as exc:
             # Another run committed to the thread: nothing of this leg's end is stored.
             failure = cause.failure if lost else None  # type: ignore[union-attr]
@@ -383,6 +386,4 @@ class AgentLoop:
             )
             phase, parked = Phase.ENDED, None
         tickets = parked.tickets if parked is not None else []
-        # A waiting run keeps its pending actions for the resume; an ended one reports them.
-        pending = self.phases.unrun_actions() if parked is None else []
         return leg_result(ctx, phase, cause, tickets, pending)

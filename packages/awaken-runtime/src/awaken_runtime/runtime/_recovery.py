@@ -53,7 +53,11 @@ async def end_dead_run(store: ThreadStore, binding: ScopeBinding, snapshot: Thre
 
 
 async def recover(
-    runtime: Runtime, binding: ScopeBinding, snapshot: ThreadSnapshot, lease: LeaseGuard
+    runtime: Runtime,
+    binding: ScopeBinding,
+    snapshot: ThreadSnapshot,
+    lease: LeaseGuard,
+    run_id: str | None = None,
 ) -> ThreadSnapshot:
     """End the run a dead process left on the thread (``stranded(snapshot)`` is true).
 
@@ -62,9 +66,17 @@ async def recover(
     after the claim is ended through its loop (its claimed calls: outcome
     unknown). Either way the cause is ``Error(AbandonedFailure)``. Returns the
     thread as it is now; raises ``ThreadBusy`` if the run turns out to be alive
-    (it let its lease lapse but committed meanwhile, so it is still stranded).
+    (it let its lease lapse but committed meanwhile, so it is still stranded), or if
+    the stranded run is ``run_id`` itself: a run started again under its own id (a
+    redelivered job) must be continued (``continue_run``), never ended and re-run.
     """
     thread_id = binding.thread_id
+    latest = snapshot.latest_run
+    if run_id is not None and latest is not None and latest.run_id == run_id:
+        raise ThreadBusy(
+            f"thread {thread_id!r}: run {run_id!r} was already started here and its "
+            f"process stopped; continue it with Runtime.continue_run, not run"
+        )
     if snapshot.parked is None:
         try:
             await end_dead_run(runtime.store, binding, snapshot)

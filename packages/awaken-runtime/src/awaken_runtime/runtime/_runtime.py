@@ -188,7 +188,7 @@ class Runtime:
         ):
             snapshot = await self.store.load(binding)
             if lease is not None and stranded(snapshot):
-                snapshot = await recover(self, binding, snapshot, lease)
+                snapshot = await recover(self, binding, snapshot, lease, run_id)
             if snapshot.parked is not None:
                 raise ThreadBusy(
                     f"thread {binding.thread_id!r} has run {snapshot.parked.run_id!r} waiting "

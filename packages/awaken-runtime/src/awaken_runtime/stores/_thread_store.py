@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..lifecycle._failures import EndCause, Phase
 from ..messages._message import Message
 from ..models._model import TokenUsage
+from ..plugins._actions import ScheduledAction
 from ..state._engine import CommittedBatch, Scope, StoreKey
 from ..suspension._suspension import ParkedRun
 
@@ -62,6 +63,9 @@ class RunRecord(BaseModel):
     cost: float | None = None
     started_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     updated_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    pending_actions: list[ScheduledAction] = Field(default_factory=list)
+    """For an ended run: the scheduled actions it never ran (``RunState.pending_actions``),
+    kept with the record so whoever wakes the thread later finds them after a crash."""
 
 
 @dataclass(slots=True)
