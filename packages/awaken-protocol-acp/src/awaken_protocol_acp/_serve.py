@@ -1,0 +1,26 @@
+"""Serve an agent over ACP on this process's stdin/stdout."""
+
+from __future__ import annotations
+
+from typing import IO
+
+from acp import run_agent
+
+from awaken_runtime import Runtime
+
+from ._agent import AwakenAcpAgent
+from ._channel import claim_stdout, stdio_streams
+
+__all__ = ["serve_stdio"]
+
+
+async def serve_stdio(runtime: Runtime, agent_id: str, *, frames: IO[bytes] | None = None) -> None:
+    """Serve ``agent_id`` to the ACP client on stdin/stdout until it closes stdin.
+
+    stdout carries only protocol frames: unless ``frames`` (the protocol's output,
+    from :func:`claim_stdout`) is given, this claims stdout first, so anything else
+    printed in this process goes to stderr.
+    """
+    agent = AwakenAcpAgent(runtime, agent_id)
+    writer, reader = await stdio_streams(frames if frames is not None else claim_stdout())
+    await run_agent(agent, writer, reader)

@@ -1,0 +1,39 @@
+"""``awaken acp --setup acp_setup:setup`` for the tests: the scripted model of assistant.toml.
+
+The model reacts to the last message: "weather" calls ``get_weather``, "delete PATH"
+calls ``delete_file`` (asked), "wait" calls ``wait`` (for cancels), "noise" calls
+``noisy``, "think" streams reasoning first; after a tool result it answers with
+that result; anything else is echoed back.
+"""
+
+from __future__ import annotations
+
+from awaken_runtime import AgentRuntimeBuilder, InferenceRequest, ScriptedExecutor, ScriptedTurn
+
+print("SETUP-NOISE")  # stdout is the protocol channel: this must end up on stderr
+
+
+def _turn(request: InferenceRequest) -> ScriptedTurn | str:
+    last = request.messages[-1]
+    if last.role == "tool":
+        return f"Result: {last.text}. All done."
+    text = last.text or ""
+    words = text.split()
+    if "weather" in text:
+        return ScriptedTurn.call("get_weather", {"city": "Paris"}, text="Let me check.")
+    if words and words[0] == "delete":
+        return ScriptedTurn.call("delete_file", {"path": words[1]})
+    if "wait" in text:
+        return ScriptedTurn.call("wait", {"seconds": 60})
+    if "noise" in text:
+        return ScriptedTurn.call("noisy", {})
+    if "think" in text:
+        return ScriptedTurn(reasoning="Pondering the question.", text="I thought about it.")
+    return f"Hello! You said: {text}"
+
+
+def setup(builder: AgentRuntimeBuilder) -> None:
+    """Register the scripted provider the agent file's model names."""
+    executor = ScriptedExecutor([_turn], repeat=True, chunk_size=6)
+    executor.record_requests = False  # a long session keeps no copy of every request
+    builder.with_provider("scripted", executor)

@@ -1,0 +1,50 @@
+"""The tools of tests/protocol_acp/agents/assistant.toml (imported by path from the file)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+
+from awaken_runtime import tool
+
+
+@tool
+def get_weather(city: str) -> str:
+    """The weather of a city.
+
+    Args:
+        city: The city.
+    """
+    return f"sunny in {city}"
+
+
+@tool
+def delete_file(path: str) -> str:
+    """Delete a file (the permissions plugin asks first).
+
+    Args:
+        path: The file to delete.
+    """
+    os.remove(path)
+    return f"deleted {path}"
+
+
+@tool
+async def wait(seconds: float) -> str:
+    """Wait, so a test can cancel the run while a tool runs.
+
+    Args:
+        seconds: How long.
+    """
+    await asyncio.sleep(seconds)
+    return "waited"
+
+
+@tool
+def noisy() -> str:
+    """Print to stdout and stderr, the way careless tools and libraries do."""
+    print("NOISE-FROM-A-TOOL")
+    sys.stdout.write("MORE-NOISE\n")
+    os.write(1, b"RAW-FD-NOISE\n")
+    return "made noise"
