@@ -112,6 +112,9 @@ async def test_cancel_stops_a_running_tool_and_the_session_goes_on(tmp_path: Pat
         await recorder.wait_for(lambda i: i.get("sessionUpdate") == "tool_call")
         await agent.conn.cancel(session_id=session)
         assert await running == "cancelled"
+        [call] = recorder.of("tool_call")
+        last = recorder.of("tool_call_update")[-1]
+        assert last["toolCallId"] == call["toolCallId"] and last["status"] == "failed"
         recorder.clear()
         assert await agent.prompt(session, "hello again") == "end_turn"
     assert recorder.text() == "Hello! You said: hello again"

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from acp import RequestError
 from acp.schema import PromptResponse, RequestPermissionResponse, ToolCallUpdate
-from acp.helpers import update_agent_message_text, update_tool_call
+from acp.helpers import text_block, tool_content, update_agent_message_text, update_tool_call
 
 from awaken_runtime import (
     AgentEvent,
@@ -28,6 +28,7 @@ from awaken_runtime import (
     ResumeTicket,
     RunState,
     Runtime,
+    ToolCallDone,
     ToolCallReady,
 )
 
@@ -63,6 +64,7 @@ class Turn:
         self._updates: asyncio.Queue[SessionUpdate] = asyncio.Queue()
         self._unanswerable = False
         self._announced: set[str] = set()
+        self._open: dict[str, None] = {}  # announced calls without a result yet, in order
 
     def cancel(self) -> None:
         """``session/cancel``: stop the model and tools, answer pending asks as cancelled."""
@@ -74,6 +76,9 @@ class Turn:
             if event.call_id in self._announced:
                 return
             self._announced.add(event.call_id)
+            self._open[event.call_id] = None
+        elif isinstance(event, ToolCallDone) and event.outcome != "suspended":
+            self._open.pop(event.call_id, None)
         for update in updates_for(event):
             self._updates.put_nowait(update)
 
@@ -99,10 +104,24 @@ class Turn:
                 on_event=self._sink,
             )
             state = await self._answer_asks(state)
+            self._close_open_calls()
             await self._updates.join()
         finally:
             sender.cancel()
         return self._response(state)
+
+    def _close_open_calls(self) -> None:
+        """Calls the turn showed but never finished (cancelled while running or asking)
+        end as failed, so the client shows no call as still pending."""
+        for call_id in self._open:
+            self._updates.put_nowait(
+                update_tool_call(
+                    call_id,
+                    status="failed",
+                    content=[tool_content(text_block("cancelled with the turn"))],
+                )
+            )
+        self._open.clear()
 
     def _response(self, state: RunState) -> PromptResponse:
         cause = state.end_cause
