@@ -12,10 +12,14 @@ from acp_rig import HERE, LIMIT, acp_args, agent_env, awaken
 
 
 def _frame(id_: int, method: str, params: dict[str, Any]) -> bytes:
-    return (json.dumps({"jsonrpc": "2.0", "id": id_, "method": method, "params": params}) + "\n").encode()
+    return (
+        json.dumps({"jsonrpc": "2.0", "id": id_, "method": method, "params": params}) + "\n"
+    ).encode()
 
 
-async def _until_response(stdout: asyncio.StreamReader, id_: int, lines: list[bytes]) -> dict[str, Any]:
+async def _until_response(
+    stdout: asyncio.StreamReader, id_: int, lines: list[bytes]
+) -> dict[str, Any]:
     while True:
         line = await asyncio.wait_for(stdout.readline(), LIMIT)
         assert line, "awaken acp closed stdout before answering"

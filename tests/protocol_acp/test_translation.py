@@ -50,7 +50,12 @@ def test_text_and_reasoning_deltas_are_message_and_thought_chunks() -> None:
 
 @pytest.mark.parametrize(
     ("outcome", "status"),
-    [("success", "completed"), ("short_circuit", "completed"), ("error", "failed"), ("blocked", "failed")],
+    [
+        ("success", "completed"),
+        ("short_circuit", "completed"),
+        ("error", "failed"),
+        ("blocked", "failed"),
+    ],
 )
 def test_a_finished_call_is_a_tool_call_update(outcome: Any, status: str) -> None:
     done = ToolCallDone(seq=1, run_id="r", call_id="c1", output="out", outcome=outcome)
@@ -72,7 +77,11 @@ def test_a_call_is_announced_pending_and_a_parked_one_stays_pending() -> None:
 
 def _state(cause: Any, finish_reason: str | None = None) -> RunState:
     return RunState(
-        run_id="r", thread_id="t", agent_id="a", phase=Phase.ENDED, end_cause=cause,
+        run_id="r",
+        thread_id="t",
+        agent_id="a",
+        phase=Phase.ENDED,
+        end_cause=cause,
         finish_reason=finish_reason,
     )
 
@@ -102,7 +111,10 @@ def test_prompt_blocks_become_the_models_text() -> None:
 
 def test_permission_answers_become_decisions() -> None:
     assert [o.option_id for o in OPTIONS] == [
-        "allow_once", "allow_always", "reject_once", "reject_always"
+        "allow_once",
+        "allow_always",
+        "reject_once",
+        "reject_always",
     ]
     assert decision_for(allow("allow_once")) == Approve(by="acp")
     assert decision_for(allow("allow_always")) == Approve(remember="thread", by="acp")
@@ -120,7 +132,11 @@ def test_a_bad_agent_file_exits_2_with_the_reason_on_stderr(tmp_path: Path) -> N
     bad.write_text('[agent]\nid = "x"\nmodel_binding = "nowhere"\n')
     done = subprocess.run(
         [*awaken(), "acp", "--agent", str(bad), "--store", "memory://"],
-        capture_output=True, stdin=subprocess.DEVNULL, env=agent_env(), timeout=120, check=False,
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        env=agent_env(),
+        timeout=120,
+        check=False,
     )
     assert done.returncode == 2
     assert done.stdout == b""

@@ -26,7 +26,7 @@ from acp.schema import (
     PromptResponse,
 )
 
-from awaken_runtime import Runtime, ScopeBinding
+from awaken_runtime import Runtime, ScopeBinding, ThreadBusy
 
 from ._history import history_updates
 from ._prompt import prompt_text
@@ -80,7 +80,10 @@ class AwakenAcpAgent:
         return self._client
 
     async def initialize(
-        self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None,
+        self,
+        protocol_version: int,
+        client_capabilities: Any = None,
+        client_info: Any = None,
         **kwargs: Any,
     ) -> InitializeResponse:
         """``initialize``: the protocol version both speak and what this agent offers."""
@@ -155,6 +158,8 @@ class AwakenAcpAgent:
         session.turn = turn
         try:
             return await turn.run(text)
+        except ThreadBusy as exc:  # the thread's lease is held elsewhere (another process)
+            raise RequestError(SESSION_BUSY, str(exc), {"sessionId": session_id}) from None
         finally:
             session.turn = None
 

@@ -1,4 +1,4 @@
-"""The runtime ``awaken acp`` serves: one agent file (``awaken run``'s format), a store, a setup hook."""
+"""The runtime ``awaken acp`` serves: one agent file (``awaken run`` format), a store, a setup."""
 
 from __future__ import annotations
 

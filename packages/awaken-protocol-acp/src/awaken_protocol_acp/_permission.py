@@ -35,9 +35,15 @@ REJECT_ALWAYS = "reject_always"
 
 OPTIONS = [
     PermissionOption(option_id=ALLOW_ONCE, name="Allow once", kind="allow_once"),
-    PermissionOption(option_id=ALLOW_ALWAYS, name="Always allow this call in this session", kind="allow_always"),
+    PermissionOption(
+        option_id=ALLOW_ALWAYS, name="Always allow this call in this session", kind="allow_always"
+    ),
     PermissionOption(option_id=REJECT_ONCE, name="Reject", kind="reject_once"),
-    PermissionOption(option_id=REJECT_ALWAYS, name="Always reject this call in this session", kind="reject_always"),
+    PermissionOption(
+        option_id=REJECT_ALWAYS,
+        name="Always reject this call in this session",
+        kind="reject_always",
+    ),
 ]
 """The choices offered for every ask; "always" is remembered (by the gate that asked, e.g. the
 permissions plugin: the same tool with the same arguments) for the session's thread."""

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import IO
+from typing import IO, cast
 
-from acp import run_agent
+from acp import Agent, run_agent
 
 from awaken_runtime import Runtime
 
@@ -23,4 +23,6 @@ async def serve_stdio(runtime: Runtime, agent_id: str, *, frames: IO[bytes] | No
     """
     agent = AwakenAcpAgent(runtime, agent_id)
     writer, reader = await stdio_streams(frames if frames is not None else claim_stdout())
-    await run_agent(agent, writer, reader)
+    # acp.Agent lists every method of the protocol; acp answers the ones this agent leaves
+    # out (session/list, modes, config options) with "method not found".
+    await run_agent(cast(Agent, agent), writer, reader)

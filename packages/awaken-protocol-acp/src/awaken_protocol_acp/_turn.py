@@ -14,8 +14,8 @@ import logging
 from typing import Any, Protocol
 
 from acp import RequestError
-from acp.schema import PromptResponse, RequestPermissionResponse, ToolCallUpdate
 from acp.helpers import text_block, tool_content, update_agent_message_text, update_tool_call
+from acp.schema import PromptResponse, RequestPermissionResponse, ToolCallUpdate
 
 from awaken_runtime import (
     AgentEvent,
@@ -184,7 +184,9 @@ class Turn:
     async def _give_up(self, ticket: ResumeTicket) -> RunState:
         """A wait ACP has no way to answer (a question, an external event): end it, say why."""
         reason = ticket.await_reason.value
-        log.warning("run %s waits for %s, which ACP cannot answer; cancelling it", ticket.run_id, reason)
+        log.warning(
+            "run %s waits for %s, which ACP cannot answer; cancelling it", ticket.run_id, reason
+        )
         self._updates.put_nowait(
             update_agent_message_text(
                 f"\n\n(The agent waited for {reason.replace('_', ' ')} on {ticket.call.name}, "

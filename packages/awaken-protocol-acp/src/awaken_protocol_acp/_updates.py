@@ -18,6 +18,7 @@ from acp.schema import (
     StopReason,
     ToolCallProgress,
     ToolCallStart,
+    ToolCallStatus,
 )
 
 from awaken_runtime import (
@@ -71,7 +72,7 @@ def updates_for(event: AgentEvent) -> list[SessionUpdate]:
         if event.outcome == "suspended":
             # Parked for a decision: it stays pending until the permission answer.
             return []
-        status = "failed" if event.outcome in _FAILED else "completed"
+        status: ToolCallStatus = "failed" if event.outcome in _FAILED else "completed"
         return [
             update_tool_call(
                 event.call_id,
