@@ -2,7 +2,7 @@
 
 The model reacts to the last message: "weather" calls ``get_weather``, "delete PATH"
 calls ``delete_file`` (asked), "wait" calls ``wait`` (for cancels), "noise" calls
-``noisy``, "think" streams reasoning first; after a tool result it answers with
+``noisy``, "think" streams reasoning first, "explode" fails; after a tool result it answers with
 that result; anything else is echoed back.
 """
 
@@ -27,6 +27,8 @@ def _turn(request: InferenceRequest) -> ScriptedTurn | str:
         return ScriptedTurn.call("wait", {"seconds": 60})
     if "noise" in text:
         return ScriptedTurn.call("noisy", {})
+    if "explode" in text:
+        raise RuntimeError("the scripted model broke")
     if "think" in text:
         return ScriptedTurn(reasoning="Pondering the question.", text="I thought about it.")
     return f"Hello! You said: {text}"

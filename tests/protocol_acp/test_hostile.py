@@ -103,3 +103,13 @@ async def test_a_second_prompt_while_one_runs_is_refused_and_the_first_goes_on(
     assert raised.value.code == -32000
     assert "already running a prompt" in str(raised.value)
     assert "session/cancel" in str(raised.value)
+
+
+async def test_a_failed_run_is_a_json_rpc_error_naming_the_failure(tmp_path: Path) -> None:
+    async with spawned(Recorder(), tmp_path) as agent:
+        session = await agent.session()
+        with pytest.raises(RequestError) as raised:
+            await agent.prompt(session, "explode")
+        assert await agent.prompt(session, "hello") == "end_turn"
+    assert raised.value.code == -32603
+    assert "the run failed" in str(raised.value) and "the scripted model broke" in str(raised.value)
