@@ -2,7 +2,8 @@
 
 The model reacts to the last message: "weather" calls ``get_weather``, "delete PATH"
 calls ``delete_file`` (asked), "wait" calls ``wait`` (for cancels), "noise" calls
-``noisy``, "think" streams reasoning first, "explode" fails; after a tool result it answers with
+``noisy``, "think" streams reasoning first, "explode" fails, "question"
+calls ``ask_user`` (a question ACP cannot carry); after a tool result it answers with
 that result; anything else is echoed back.
 """
 
@@ -27,6 +28,8 @@ def _turn(request: InferenceRequest) -> ScriptedTurn | str:
         return ScriptedTurn.call("wait", {"seconds": 60})
     if "noise" in text:
         return ScriptedTurn.call("noisy", {})
+    if "question" in text:
+        return ScriptedTurn.call("ask_user", {"question": "Which one?"})
     if "explode" in text:
         raise RuntimeError("the scripted model broke")
     if "think" in text:

@@ -113,3 +113,16 @@ async def test_a_failed_run_is_a_json_rpc_error_naming_the_failure(tmp_path: Pat
         assert await agent.prompt(session, "hello") == "end_turn"
     assert raised.value.code == -32603
     assert "the run failed" in str(raised.value) and "the scripted model broke" in str(raised.value)
+
+
+async def test_a_wait_acp_cannot_answer_ends_the_turn_with_a_note(tmp_path: Path) -> None:
+    recorder = Recorder()
+    async with spawned(recorder, tmp_path) as agent:
+        session = await agent.session()
+        assert await agent.prompt(session, "a question for you") == "end_turn"
+        assert not [i for i in recorder.log if i.get("ask")]
+        assert "waited for user input on ask_user" in recorder.text()
+        assert recorder.of("tool_call_update")[-1]["status"] == "failed"
+        recorder.clear()
+        assert await agent.prompt(session, "hello") == "end_turn"
+    assert recorder.text() == "Hello! You said: hello"

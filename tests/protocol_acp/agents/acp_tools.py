@@ -6,7 +6,7 @@ import asyncio
 import os
 import sys
 
-from awaken_runtime import tool
+from awaken_runtime import SuspendCall, tool
 
 
 @tool
@@ -48,3 +48,13 @@ def noisy() -> str:
     sys.stdout.write("MORE-NOISE\n")
     os.write(1, b"RAW-FD-NOISE\n")
     return "made noise"
+
+
+@tool
+def ask_user(question: str) -> str:
+    """Ask the user a free-form question (a wait ACP has no request for).
+
+    Args:
+        question: The question.
+    """
+    raise SuspendCall(payload={"question": question})

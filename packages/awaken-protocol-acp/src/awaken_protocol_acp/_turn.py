@@ -145,7 +145,7 @@ class Turn:
                 return await self._give_up(ticket)
             await self._updates.join()  # the tool_call goes out before the ask about it
             decision = await self._ask(ticket)
-            if decision is None:
+            if decision is None or self.token.cancelled:  # an answer racing session/cancel
                 self.cancel()
                 return await self._cancel_waiting()
             if isinstance(decision, Approve):
