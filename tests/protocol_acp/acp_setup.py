@@ -2,8 +2,8 @@
 
 The model reacts to the last message: "weather" calls ``get_weather``, "delete PATH"
 calls ``delete_file`` (asked), "wait" calls ``wait`` (for cancels), "noise" calls
-``noisy``, "think" streams reasoning first, "explode" fails, "question"
-calls ``ask_user`` (a question ACP cannot carry); after a tool result it answers with
+``noisy``, "think" streams reasoning first, "explode" fails, "deploy PATH" calls
+``deploy`` (a tool that asks for approval itself), "question" calls ``ask_user`` (a question ACP cannot carry); after a tool result it answers with
 that result; anything else is echoed back.
 """
 
@@ -20,10 +20,13 @@ def _turn(request: InferenceRequest) -> ScriptedTurn | str:
         return f"Result: {last.text}. All done."
     text = last.text or ""
     words = text.split()
-    if "weather" in text:
-        return ScriptedTurn.call("get_weather", {"city": "Paris"}, text="Let me check.")
+    # Commands with a path first: a pytest tmp_path may hold any word below.
     if words and words[0] == "delete":
         return ScriptedTurn.call("delete_file", {"path": words[1]})
+    if words and words[0] == "deploy":
+        return ScriptedTurn.call("deploy", {"target": words[1]})
+    if "weather" in text:
+        return ScriptedTurn.call("get_weather", {"city": "Paris"}, text="Let me check.")
     if "wait" in text:
         return ScriptedTurn.call("wait", {"seconds": 60})
     if "noise" in text:

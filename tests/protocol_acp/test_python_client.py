@@ -67,6 +67,18 @@ async def test_an_allowed_ask_runs_the_tool_inside_the_same_prompt(tmp_path: Pat
     assert recorder.text() == f"Result: deleted {victim}. All done."
 
 
+async def test_a_tool_that_asks_for_approval_itself_runs_once_allowed(tmp_path: Path) -> None:
+    target = tmp_path / "deployed.txt"
+    recorder = Recorder()
+    async with spawned(recorder, tmp_path) as agent:
+        session = await agent.session()
+        assert await agent.prompt(session, f"deploy {target}") == "end_turn"
+    assert target.read_text() == "deployed"
+    [ask] = [i for i in recorder.log if i.get("ask")]
+    assert ask["toolCall"]["rawInput"]["reason"] == f"deploy writes {target}"
+    assert [u["status"] for u in recorder.of("tool_call_update")] == ["in_progress", "completed"]
+
+
 async def test_a_rejected_ask_does_not_run_the_tool(tmp_path: Path) -> None:
     victim = tmp_path / "victim.txt"
     victim.write_text("x")

@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from pathlib import Path
 
-from awaken_runtime import SuspendCall, tool
+from awaken_runtime import AwaitReason, SuspendCall, ToolCallContext, tool
 
 
 @tool
@@ -58,3 +59,16 @@ def ask_user(question: str) -> str:
         question: The question.
     """
     raise SuspendCall(payload={"question": question})
+
+
+@tool
+def deploy(target: str, ctx: ToolCallContext) -> str:
+    """Deploy by writing the target file; the tool itself asks for approval first.
+
+    Args:
+        target: The file the deployment writes.
+    """
+    if ctx.decision is None:
+        raise SuspendCall(AwaitReason.TOOL_PERMISSION, {"reason": f"deploy writes {target}"})
+    Path(target).write_text("deployed")
+    return f"deployed to {target}"
