@@ -1,10 +1,11 @@
 """``awaken acp --setup acp_setup:setup`` for the tests: the scripted model of assistant.toml.
 
-The model reacts to the last message: "weather" calls ``get_weather``, "delete PATH"
-calls ``delete_file`` (asked), "wait" calls ``wait`` (for cancels), "noise" calls
-``noisy``, "think" streams reasoning first, "explode" fails, "deploy PATH" calls
-``deploy`` (a tool that asks for approval itself), "question" calls ``ask_user`` (a question ACP cannot carry); after a tool result it answers with
-that result; anything else is echoed back.
+The model reacts to the last message: "delete PATH" calls ``delete_file`` (asked),
+"deploy PATH" calls ``deploy`` (a tool that asks for approval itself), "weather"
+calls ``get_weather``, "wait" calls ``wait`` (for cancels), "noise" calls ``noisy``,
+"question" calls ``ask_user`` (a question ACP cannot carry), "explode" fails, "think"
+streams reasoning first; after a tool result it answers with that result; anything
+else is echoed back.
 """
 
 from __future__ import annotations
