@@ -1,11 +1,11 @@
 """``awaken acp --setup acp_setup:setup`` for the tests: the scripted model of assistant.toml.
 
 The model reacts to the last message: "delete PATH" calls ``delete_file`` (asked),
-"deploy PATH" calls ``deploy`` (a tool that asks for approval itself), "weather"
-calls ``get_weather``, "wait" calls ``wait`` (for cancels), "noise" calls ``noisy``,
-"question" calls ``ask_user`` (a question ACP cannot carry), "explode" fails, "think"
-streams reasoning first; after a tool result it answers with that result; anything
-else is echoed back.
+"deploy PATH" calls ``deploy`` (a tool that asks for approval itself), "later N"
+calls ``later`` (scheduled N seconds ahead), "weather" calls ``get_weather``, "wait"
+calls ``wait`` (for cancels), "noise" calls ``noisy``, "question" calls ``ask_user``
+(a question ACP cannot carry), "explode" fails, "think" streams reasoning first;
+after a tool result it answers with that result; anything else is echoed back.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ def _turn(request: InferenceRequest) -> ScriptedTurn | str:
         return ScriptedTurn.call("delete_file", {"path": words[1]})
     if words and words[0] == "deploy":
         return ScriptedTurn.call("deploy", {"target": words[1]})
+    if words and words[0] == "later":
+        return ScriptedTurn.call("later", {"seconds": float(words[1])})
     if "weather" in text:
         return ScriptedTurn.call("get_weather", {"city": "Paris"}, text="Let me check.")
     if "wait" in text:

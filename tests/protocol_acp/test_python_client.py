@@ -165,3 +165,18 @@ async def test_a_session_in_a_persistent_store_loads_in_a_new_process(tmp_path: 
         recorder.clear()
         assert await agent.prompt(session, "hello again") == "end_turn"
     assert recorder.text() == "Hello! You said: hello again"
+
+
+async def test_a_scheduled_call_runs_when_due_within_the_prompt(tmp_path: Path) -> None:
+    recorder = Recorder()
+    async with spawned(recorder, tmp_path) as agent:
+        session = await agent.session()
+        assert await agent.prompt(session, "later 0.2") == "end_turn"
+        assert recorder.text() == "Result: ran later. All done."
+        recorder.clear()
+        running = asyncio.ensure_future(agent.prompt(session, "later 600"))
+        await recorder.wait_for(lambda i: i.get("sessionUpdate") == "tool_call")
+        await agent.conn.cancel(session_id=session)
+        assert await running == "cancelled"
+    assert recorder.of("tool_call_update")[-1]["status"] == "failed"
+    assert "ran later" not in recorder.text()

@@ -5,9 +5,20 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
-from awaken_runtime import AwaitReason, SuspendCall, ToolCallContext, tool
+from awaken_runtime import (
+    AwaitReason,
+    CapabilityBound,
+    Contributions,
+    PluginManifest,
+    Schedule,
+    SuspendCall,
+    ToolCallContext,
+    tool,
+)
 
 
 @tool
@@ -72,3 +83,27 @@ def deploy(target: str, ctx: ToolCallContext) -> str:
         raise SuspendCall(AwaitReason.TOOL_PERMISSION, {"reason": f"deploy writes {target}"})
     Path(target).write_text("deployed")
     return f"deployed to {target}"
+
+
+@tool
+def later(seconds: float) -> str:
+    """Run only after a delay (the ``Later`` gate schedules it).
+
+    Args:
+        seconds: How long the gate holds the call back.
+    """
+    return "ran later"
+
+
+class Later:
+    """A gate that schedules every ``later`` call ``seconds`` ahead (``Schedule``)."""
+
+    manifest = PluginManifest(id="later", version="1.0.0", bound=CapabilityBound(tool_gates=True))
+
+    def resolve(self, config: object) -> Contributions:
+        def gate(ctx: object, call: Any) -> Schedule | None:
+            if call.name != "later":
+                return None
+            return Schedule(at=datetime.now(UTC) + timedelta(seconds=call.arguments["seconds"]))
+
+        return Contributions(tool_gates=[gate])

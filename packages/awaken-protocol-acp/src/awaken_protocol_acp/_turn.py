@@ -10,7 +10,9 @@ prompt's response goes out only after every update of the turn was sent.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from acp import RequestError
@@ -20,6 +22,7 @@ from acp.schema import PromptResponse, RequestPermissionResponse, ToolCallUpdate
 from awaken_runtime import (
     AgentEvent,
     Approve,
+    AwaitReason,
     CancellationToken,
     Decision,
     Deny,
@@ -141,6 +144,13 @@ class Turn:
             ticket = state.tickets[0]
             if self.token.cancelled:
                 return await self._cancel_waiting()
+            if ticket.await_reason is AwaitReason.SCHEDULED_ACTION and ticket.not_before:
+                if not await self._until(ticket.not_before):
+                    return await self._cancel_waiting()
+                state = await self.runtime.resume(
+                    ticket, Approve(by="schedule"), cancel=self.token, on_event=self._sink
+                )
+                continue
             if not is_permission_ask(ticket):
                 return await self._give_up(ticket)
             await self._updates.join()  # the tool_call goes out before the ask about it
@@ -154,6 +164,14 @@ class Turn:
                 ticket, decision, cancel=self.token, on_event=self._sink
             )
         return state
+
+    async def _until(self, due: datetime) -> bool:
+        """Sleep until ``due`` (a ``Schedule``-d call); ``False`` if the turn was cancelled."""
+        delay = (due - datetime.now(UTC)).total_seconds()
+        if delay > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.token.wait(), delay)
+        return not self.token.cancelled
 
     async def _ask(self, ticket: ResumeTicket) -> Decision | None:
         """The user's answer to one ask; ``None`` when cancelled (by them or session/cancel)."""
