@@ -63,12 +63,7 @@ def build_runtime(
         sys.path.insert(0, os.getcwd())
     loaded = AgentFile.load(agent_file)
     builder = AgentRuntimeBuilder().with_store(open_store(store_url))
-    for spec in loaded.models:
-        builder.with_model(spec)
-    for found_tool in loaded.tools:
-        builder.with_tool(found_tool)
-    for plugin in loaded.plugins:
-        builder.with_plugin(plugin)
+    loaded.register_parts(builder)
     builder.with_provider("litellm", LiteLLMExecutor())
     builder.with_provider("echo", ScriptedExecutor([_echo], repeat=True, chunk_size=8))
     if setup is not None:
