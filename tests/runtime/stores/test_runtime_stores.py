@@ -87,6 +87,31 @@ async def test_hold_lease_renews_while_the_run_lasts() -> None:
     await store.release_lease(await store.acquire_lease("t", "other", 1))
 
 
+async def test_a_lease_whose_renewal_swallows_the_cancel_is_still_released() -> None:
+    """A driver that eats the cancel of its query (asyncio.wait_for before 3.12 can) must
+    not keep the renewer alive, or the end of the run waits for it forever."""
+
+    class Swallowing(InMemoryStore):
+        renewing = asyncio.Event()
+
+        async def renew_lease(self, lease: Any, ttl: float) -> Any:
+            self.renewing.set()
+            try:
+                await asyncio.sleep(0.05)
+            except asyncio.CancelledError:
+                pass  # the cancel is lost; the renewal "succeeds"
+            return await super().renew_lease(lease, ttl)
+
+    store = Swallowing(lease_ttl=0.06)
+
+    async def hold() -> None:
+        async with hold_lease(store, "t", "me"):
+            await store.renewing.wait()  # the renewer is inside renew_lease now
+
+    await asyncio.wait_for(hold(), 5)  # never returned before the fix
+    await store.release_lease(await store.acquire_lease("t", "other", 1))
+
+
 async def test_a_stolen_lease_cannot_be_renewed() -> None:
     store = InMemoryStore()
     lease = await store.acquire_lease("t", "a", 0.01)

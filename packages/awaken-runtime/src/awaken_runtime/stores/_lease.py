@@ -126,12 +126,17 @@ async def guard_lease(
     period = ttl / 3
     loop = asyncio.get_running_loop()
     task: asyncio.Task[None] | None = None
+    done = False
 
     async def renew() -> None:
-        while guard.lost is None:
+        # `done` as well as the cancel: a cancel can be swallowed by a driver awaiting
+        # with asyncio.wait_for on Python < 3.12 (its result won the race), and this
+        # loop would then renew forever while the run's end waits for it.
+        while guard.lost is None and not done:
             await guard.renew()
             await asyncio.sleep(period)
-        log.error("lost the lease on thread %r: %s", thread_id, guard.lost)
+        if guard.lost is not None:
+            log.error("lost the lease on thread %r: %s", thread_id, guard.lost)
 
     def start_renewing() -> None:
         nonlocal task
@@ -142,6 +147,7 @@ async def guard_lease(
     try:
         yield guard
     finally:
+        done = True
         timer.cancel()
         if task is not None:
             task.cancel()
