@@ -77,7 +77,8 @@ async def test_memory_stays_flat_as_threads_grow(tmp_path: Path) -> None:
     # resizes (one block, when depends on every test before) it is not the store's memory.
     skip = [tracemalloc.Filter(False, pathlib.__file__)]
     grown = sum(
-        d.size_diff for d in after.filter_traces(skip).compare_to(before.filter_traces(skip), "filename")
+        d.size_diff
+        for d in after.filter_traces(skip).compare_to(before.filter_traces(skip), "filename")
     )
     # An unbounded mirror grows ~20 KB per thread here; what is left is the run index.
     assert grown < 800 * 2_000, grown

@@ -124,7 +124,7 @@ class FileMirror:
 
     # -- reading ----------------------------------------------------------------------
 
-    def _tail(self, path: Path, reset: Callable[[], None]) -> Tail | None:
+    def tail(self, path: Path, reset: Callable[[], None]) -> Tail | None:
         """The tail of ``path`` after resetting the mirror if the file was replaced."""
         tail = self._tails.get(path)
         try:
@@ -146,7 +146,7 @@ class FileMirror:
         recent = self._recent
         recent[tid] = None
         recent.move_to_end(tid)
-        tail = self._tail(path, lambda: self.forget(tid))
+        tail = self.tail(path, lambda: self.forget(tid))
         if tail is None:
             return None
         records, end, _lines = read_lines(path, tail.pos, tail.lines)
@@ -208,7 +208,7 @@ class FileMirror:
 
     def _sync_global(self) -> None:
         path = self.global_path
-        tail = self._tail(path, self._reset_global)
+        tail = self.tail(path, self._reset_global)
         if tail is None:
             return
         records, end, _ = read_lines(path, tail.pos, tail.lines)
@@ -250,15 +250,29 @@ class FileMirror:
 
     # -- writing ----------------------------------------------------------------------
 
-    def append(self, path: Path, line: str) -> int:
-        """Append a line this process wrote and advance its tail; returns the old size."""
+    def append(self, path: Path, line: str, *, sync: bool = True) -> int:
+        """Append a line this process wrote and advance its tail; returns the old size.
+
+        ``sync=False``: the caller fsyncs the file later (see ``_file_io.py``).
+        """
         tail = self._tails.get(path)
         old = tail.pos if tail is not None else 0
-        size = append_line(path, line.encode())
+        size = append_line(path, line.encode(), sync=sync)
         if tail is None:
             tail = self._tails[path] = Tail(ino=path.stat().st_ino)
         tail.pos, tail.lines = size, tail.lines + 1
         return old
+
+    def reset_tail(self, path: Path, size: int, lines: int) -> None:
+        """``path`` was rewritten by this process with ``lines`` lines, ``size`` bytes."""
+        self._tails[path] = Tail(ino=path.stat().st_ino, pos=size, lines=lines)
+
+    def undo_thread(self, tid: str, size: int) -> None:
+        """Cut a thread's file back to ``size`` and forget the thread (re-read when next used)."""
+        path = self.thread_path(tid)
+        truncate_to(path, size)
+        self._tails.pop(path, None)
+        self.forget(tid)
 
     def undo_global(self, size: int) -> None:
         """Cut the global log back to ``size``, undoing this process's last append."""

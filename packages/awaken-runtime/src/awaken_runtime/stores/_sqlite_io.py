@@ -12,6 +12,7 @@ again alone, so every caller gets the outcome it would have had on its own.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -128,10 +129,9 @@ class SQLiteIO:
     def _rollback(self, cur: sqlite3.Cursor) -> None:
         self.after_commit.clear()
         if self.conn.in_transaction:
-            try:
+            # A failed rollback means the connection is gone; the next transaction reports it.
+            with contextlib.suppress(sqlite3.Error):
                 cur.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass  # the connection is gone; the next transaction reports it
 
     def _committed(self) -> None:
         hooks, self.after_commit = self.after_commit, []

@@ -118,7 +118,10 @@ def insert_commit(
         n = base[0]
         cur.executemany(
             "INSERT INTO messages (thread_id, seq, msg_id, body) VALUES (?, ?, ?, ?)",
-            [(tid, n + i, m.id, m.model_dump_json(exclude_defaults=True)) for i, m in enumerate(messages, 1)],
+            [
+                (tid, n + i, m.id, m.model_dump_json(exclude_defaults=True))
+                for i, m in enumerate(messages, 1)
+            ],
         )
         calls = [(tid, c.id) for m in messages for c in m.tool_calls or ()]
         if calls:

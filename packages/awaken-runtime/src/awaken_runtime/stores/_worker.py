@@ -14,6 +14,7 @@ unclosed store holds no thread for long.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -134,7 +135,6 @@ class StoreWorker:
                 if job.loop is not None:
                     by_loop.setdefault(job.loop, []).append(job)
             for loop, jobs in by_loop.items():
-                try:
+                # A RuntimeError: the caller's loop has closed, nobody is waiting.
+                with contextlib.suppress(RuntimeError):
                     loop.call_soon_threadsafe(_deliver, jobs)
-                except RuntimeError:  # the caller's loop has closed: nobody is waiting
-                    pass
