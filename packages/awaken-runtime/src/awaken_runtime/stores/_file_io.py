@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from ._errors import StoreError
 from ._file_mirror import FileMirror
@@ -61,7 +61,8 @@ class FileIO:
     async def commit(self, action: str, fn: Callable[[FsyncRound], tuple[T, str | None]]) -> T:
         """A commit: ``fn(round)`` returns ``(result, thread id)`` when it left its fsync to
         the round (see the module doc), ``(result, None)`` when it fsynced itself."""
-        return await self.worker.run("commit", action, fn)
+        # The worker hands back the result alone; the thread id stays with the round.
+        return cast(T, await self.worker.run("commit", action, fn))
 
     def _run_batch(self, jobs: Sequence[Job]) -> None:
         files = self.files

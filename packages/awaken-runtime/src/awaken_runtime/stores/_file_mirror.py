@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from .._errors import InvalidId, check_id
 from ..messages._message import Message
@@ -30,11 +30,14 @@ from ..state._engine import Command, CommittedBatch, Scope
 from ..suspension._suspension import ParkedRun
 from ._core import Core, Prepared, ThreadData
 from ._errors import StoreCorrupt, StoreIOError
+from ._gc import no_gc
 from ._jsonl import append_line, atomic_write, exclusive, fsync_dir, read_lines, truncate_to
 from ._ports import ConfigVersion
 from ._thread_store import RunRecord, ScopeBinding
 
 __all__ = ["FileMirror", "Tail"]
+
+_MESSAGES = TypeAdapter(list[Message])
 
 _NAME_MAX = 255
 """Bytes in one file name on every common file system (ext4, APFS, NTFS)."""
@@ -149,11 +152,13 @@ class FileMirror:
         tail = self.tail(path, lambda: self.forget(tid))
         if tail is None:
             return None
-        records, end, _lines = read_lines(path, tail.pos, tail.lines)
+        with no_gc():  # see no_gc: a replay allocates many objects and no cycles
+            records, end, _lines = read_lines(path, tail.pos, tail.lines)
         try:
-            for _offset, record in records:
-                self._replay(tid, record, path, tail.lines + 1)
-                tail.lines += 1
+            with no_gc():
+                for _offset, record in records:
+                    self._replay(tid, record, path, tail.lines + 1)
+                    tail.lines += 1
         except StoreCorrupt:
             # Forget what was replayed: the next access reads the file from its start and
             # fails the same way, so no commit is ever appended on top of a bad line.
@@ -177,7 +182,7 @@ class FileMirror:
 
     def _replay(self, tid: str, rec: dict[str, Any], path: Path, line: int) -> None:
         try:
-            messages = [Message.model_validate(m) for m in rec["m"]]
+            messages = _MESSAGES.validate_python(rec["m"])  # one call per line, not per message
             batches = [CommittedBatch.model_validate(b) for b in rec["b"]]
             parked = ParkedRun.model_validate(rec["p"]) if rec["p"] else None
             binding = ScopeBinding(tid, "", "")

@@ -24,6 +24,7 @@ from ..messages._message import Message
 from ..state._engine import Scope, StoreKey
 from ..suspension._suspension import ParkedRun
 from ._errors import StoreCorrupt
+from ._gc import no_gc
 from ._sqlite_ops import load_scope
 from ._sqlite_rows import decode_one, decode_rows
 from ._thread_store import RunRecord, ScopeBinding, ThreadSnapshot
@@ -54,6 +55,10 @@ class MessageCache:
 
     def load(self, cur: sqlite3.Cursor, path: str, tid: str) -> list[Message]:
         """Every message of ``tid`` in order (run inside the load's transaction)."""
+        with no_gc():
+            return self._load(cur, path, tid)
+
+    def _load(self, cur: sqlite3.Cursor, path: str, tid: str) -> list[Message]:
         rows = cur.execute(
             "SELECT body FROM messages WHERE thread_id=? ORDER BY seq", (tid,)
         ).fetchall()

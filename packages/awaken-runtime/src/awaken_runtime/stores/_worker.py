@@ -84,7 +84,7 @@ class StoreWorker:
         future = job.future
         assert future is not None
         try:
-            return await asyncio.shield(future)  # type: ignore[no-any-return]
+            return await asyncio.shield(future)
         except asyncio.CancelledError:
             while not future.done():
                 try:
