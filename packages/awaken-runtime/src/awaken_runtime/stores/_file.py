@@ -125,12 +125,14 @@ class FileStore:
         run_id = prep.record.run_id if prep.record is not None else None
         new_run = run_id is not None and run_id not in files.run_index
         undo = None
-        alone = bool(scoped or new_run)  # a global line: the thread lines before it go first
+        alone = bool(scoped)  # state in the global log: the thread lines before it go first
         if alone:
             round_.flush()
+        if scoped or new_run:
             ops = [[s.value, o, c.model_dump(mode="json")] for s, o, c in scoped]
             entry = {"c": cid, "t": tid, "ops": ops, "run": run_id if new_run else None}
-            undo = files.append(files.global_path, json.dumps(entry) + "\n")
+            undo = files.append(files.global_path, json.dumps(entry) + "\n", sync=alone)
+            round_.global_log = round_.global_log or not alone
         line = (
             f'{{"c":"{cid}","v":{expected_version + 1},"at":{at!r},"m":['
             + ",".join(m.model_dump_json() for m in messages)

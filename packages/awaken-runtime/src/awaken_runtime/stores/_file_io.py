@@ -5,10 +5,13 @@ Every operation of a :class:`~._file.FileStore` runs on the store's
 together run under one hold of the lock. Consecutive thread commits that
 write only their thread's file (the per-step checkpoint) append their lines
 first and are fsynced together afterwards (:class:`FsyncRound`): one fsync
-per file touched, and no caller hears "committed" before its line is
-durable. A commit that also writes the global log, and every other
-operation, first completes the round in progress, so a global line is never
-durable before the thread lines that came before it.
+per file touched, all in flight at once, and no caller hears "committed"
+before its line is durable. A first commit of a run also appends the run's
+index line to the global log in the round: an index line whose thread line
+never landed is harmless (the run is not found in its thread). A commit
+with profile or shared state writes, and every other operation, first
+completes the round in progress, so such a global line is never durable
+before the thread lines that came before it.
 
 If a round's fsync fails, that file is cut back to where the round began and
 the thread is forgotten by the mirror (re-read from disk when next used), and
@@ -18,7 +21,9 @@ each commit of that file fails with ``StoreIOError``: nothing of it counts.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from ._errors import StoreError
@@ -30,6 +35,9 @@ __all__ = ["FileIO", "FsyncRound"]
 
 T = TypeVar("T")
 
+_FSYNCS = 16
+"""fsyncs in flight at once in one round."""
+
 
 @dataclass(slots=True)
 class FsyncRound:
@@ -39,6 +47,8 @@ class FsyncRound:
     """Complete the round now (before writing the global log)."""
     starts: dict[str, int] = field(default_factory=dict)
     """Thread id -> size of its file before the round's first append."""
+    global_log: bool = False
+    """Whether a run-index line was appended to the global log in this round."""
     waiting: list[tuple[Job, str, Any]] = field(default_factory=list)
     """(job, thread id, result) of each commit in the round."""
 
@@ -96,18 +106,47 @@ class FileIO:
         if not round_.waiting and not round_.starts:
             return
         files = self.files
+        paths = [files.thread_path(tid) for tid in round_.starts]
+        if round_.global_log:
+            paths.append(files.global_path)
+        errors = _fsync_all(paths)
         failed: dict[str, StoreError] = {}
+        global_error = errors.get(files.global_path)
         for tid, start in round_.starts.items():
+            error = errors.get(files.thread_path(tid)) or global_error
+            if error is None:
+                continue
+            failed[tid] = error
             try:
-                fsync_file(files.thread_path(tid))
-            except StoreError as exc:
-                failed[tid] = exc
-                try:
-                    files.undo_thread(tid, start)
-                except StoreError:
-                    files.forget(tid)  # the next reader cuts what it cannot replay
+                files.undo_thread(tid, start)
+            except StoreError:
+                files.forget(tid)  # the next reader cuts what it cannot replay
         for job, tid, result in round_.waiting:
             error = failed.get(tid)
             job.finish(result if error is None else None, error)
         round_.starts.clear()
         round_.waiting.clear()
+        round_.global_log = False
+
+
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _fsync_all(paths: list[Path]) -> dict[Path, StoreError]:
+    """fsync every file, at once (the file system joins concurrent flushes); the failures."""
+    global _POOL
+    errors: dict[Path, StoreError] = {}
+
+    def one(path: Path) -> None:
+        try:
+            fsync_file(path)
+        except StoreError as exc:
+            errors[path] = exc
+
+    if len(paths) == 1:
+        one(paths[0])
+        return errors
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=_FSYNCS, thread_name_prefix="awaken-fsync")
+    list(_POOL.map(one, paths))
+    return errors
