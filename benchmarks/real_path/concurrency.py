@@ -198,13 +198,17 @@ async def main_async(quick: bool) -> tuple[list[list[Any]], list[tuple[str, bool
     for name in impls:
         if name.startswith("awaken"):
             ratio = statistics.median(cpu[(name, top)]) / statistics.median(cpu[(name, 10)])
-            checks.append((f"{name}: CPU/inference at N={top} is {ratio:.2f}x N=10 (<= 1.5x)", ratio <= 1.5))
+            checks.append(
+                (f"{name}: CPU/inference at N={top} is {ratio:.2f}x N=10 (<= 1.5x)", ratio <= 1.5)
+            )
     lg = "langgraph sqlite"
     if lg in impls:
         for kind in ("sqlite", "file"):
             ours = statistics.median(cpu[(f"awaken {kind}", top)])
             theirs = statistics.median(cpu[(lg, top)])
-            notes.append(f"N={top}: LangGraph+SQLite CPU/inference is {theirs / ours:.1f}x awaken {kind}")
+            notes.append(
+                f"N={top}: LangGraph+SQLite CPU/inference is {theirs / ours:.1f}x awaken {kind}"
+            )
     return rows, checks, notes
 
 
