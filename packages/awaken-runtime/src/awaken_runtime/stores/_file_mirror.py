@@ -91,7 +91,6 @@ class FileMirror:
         self.run_index: dict[str, str] = {}
         """Run id -> thread id, from the global log."""
         self.global_path = directory / "global.jsonl"
-        self.leases_path = directory / "leases.json"
         self._mutex = threading.RLock()
         self._tails: dict[Path, Tail] = {}
 

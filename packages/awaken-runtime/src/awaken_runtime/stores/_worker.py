@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import threading
+import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +26,8 @@ from typing import Any, TypeVar
 __all__ = ["Job", "StoreWorker"]
 
 T = TypeVar("T")
+
+_WORKERS: weakref.WeakSet[StoreWorker] = weakref.WeakSet()
 
 _IDLE_EXIT = 2.0
 """Seconds without work after which the thread ends (the next job starts a new one)."""
@@ -70,6 +74,13 @@ class StoreWorker:
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._closed = False
+        _WORKERS.add(self)
+
+    def _after_fork(self) -> None:
+        # A forked child has none of the parent's threads: the next job starts one.
+        self._queue = deque()
+        self._cond = threading.Condition()
+        self._thread = None
 
     async def run(self, kind: str, action: str, fn: Callable[..., T]) -> T:
         """Run ``fn`` on the store's thread; its result, or what it raised.
@@ -138,3 +149,12 @@ class StoreWorker:
                 # A RuntimeError: the caller's loop has closed, nobody is waiting.
                 with contextlib.suppress(RuntimeError):
                     loop.call_soon_threadsafe(_deliver, jobs)
+
+
+def _reset_after_fork() -> None:
+    for worker in list(_WORKERS):
+        worker._after_fork()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_reset_after_fork)
