@@ -32,8 +32,6 @@ class SQLiteIO:
         self.path = path
         self.conn = conn
         self.worker = StoreWorker(f"awaken-sqlite:{path}", self._run_batch)
-        self.after_commit: list[Callable[[], None]] = []
-        """Run on the thread once the current transaction committed (cache updates)."""
 
     async def read(self, action: str, fn: Callable[[sqlite3.Cursor], T]) -> T:
         """``fn(cursor)`` in a read transaction."""
@@ -74,7 +72,6 @@ class SQLiteIO:
             except Exception as exc:
                 job.finish(error=exc)
             return
-        self.after_commit.clear()
         try:
             with guarded(self.path, job.action):
                 cur = self.conn.cursor()
@@ -86,21 +83,17 @@ class SQLiteIO:
                     raise
                 cur.execute("COMMIT")
         except Exception as exc:
-            self.after_commit.clear()
             job.finish(error=exc)
             return
-        self._committed()
         job.finish(result)
 
     def _group(self, jobs: Sequence[Job]) -> None:
         outcomes: list[tuple[Any, BaseException | None]] = []
-        self.after_commit.clear()
         cur = self.conn.cursor()
         try:
             cur.execute("BEGIN IMMEDIATE")
             for job in jobs:
                 cur.execute("SAVEPOINT c")
-                mark = len(self.after_commit)
                 try:
                     result = job.fn(cur)
                 except sqlite3.Error:
@@ -108,7 +101,6 @@ class SQLiteIO:
                 except Exception as exc:
                     cur.execute("ROLLBACK TO c")
                     cur.execute("RELEASE c")
-                    del self.after_commit[mark:]
                     outcomes.append((None, exc))
                     continue
                 cur.execute("RELEASE c")
@@ -122,18 +114,11 @@ class SQLiteIO:
         except BaseException:
             self._rollback(cur)
             raise
-        self._committed()
         for job, (result, error) in zip(jobs, outcomes, strict=True):
             job.finish(result, error)
 
     def _rollback(self, cur: sqlite3.Cursor) -> None:
-        self.after_commit.clear()
         if self.conn.in_transaction:
             # A failed rollback means the connection is gone; the next transaction reports it.
             with contextlib.suppress(sqlite3.Error):
                 cur.execute("ROLLBACK")
-
-    def _committed(self) -> None:
-        hooks, self.after_commit = self.after_commit, []
-        for hook in hooks:
-            hook()
