@@ -37,11 +37,10 @@ async def test_a_mostly_dead_log_is_compacted_and_still_right(tmp_path: Path) ->
     store, other = FileStore(tmp_path), FileStore(tmp_path)
     keep = await store.acquire_lease("keep", "a", 30)
     log = tmp_path / "leases.jsonl"
-    inode = log.stat().st_ino
     for i in range(200):
         await store.release_lease(await store.acquire_lease(f"t{i}", "a", 30))
-    assert log.stat().st_ino != inode  # rewritten once the dead lines outnumbered the live
-    assert len(log.read_bytes().splitlines()) < 200
+    # 401 changes, but rewritten as the live leases once the dead lines outnumbered them
+    assert len(log.read_bytes().splitlines()) < 100
     with pytest.raises(ThreadBusy):
         await other.acquire_lease("keep", "b", 30)
     for i in range(0, 200, 37):

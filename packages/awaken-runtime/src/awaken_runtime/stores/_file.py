@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -34,8 +33,9 @@ from ..messages._message import Message
 from ..state._engine import Command, CommittedBatch, Scope
 from ..suspension._suspension import ParkedRun
 from ._core import Core
+from ._file_commit import commit_lines
 from ._file_extras import prune_files, read_event_log
-from ._file_io import FileIO, FsyncRound
+from ._file_io import FileIO
 from ._file_leases import LeaseLog
 from ._file_mirror import FileMirror
 from ._memory import config_dict, find_config, page
@@ -43,10 +43,6 @@ from ._ports import ConfigVersion, Lease, Page, PruneReport, StreamEvent, Thread
 from ._thread_store import RunRecord, ScopeBinding, ThreadSnapshot
 
 __all__ = ["FileStore"]
-
-
-def _json(model: Any) -> str:
-    return "null" if model is None else str(model.model_dump_json())
 
 
 class FileStore:
@@ -96,65 +92,17 @@ class FileStore:
         """Append one fsynced line (two with profile/shared writes or a new run)."""
         return await self._io.commit(
             f"commit thread {binding.thread_id!r}",
-            lambda round_: self._commit(
-                round_, binding, expected_version, messages, batches, run_record, parked
+            lambda round_: commit_lines(
+                self._files,
+                round_,
+                binding,
+                expected_version,
+                messages,
+                batches,
+                run_record,
+                parked,
             ),
         )
-
-    def _commit(
-        self,
-        round_: FsyncRound,
-        binding: ScopeBinding,
-        expected_version: int,
-        messages: Sequence[Message],
-        batches: Sequence[CommittedBatch],
-        run_record: RunRecord | None,
-        parked: ParkedRun | None,
-    ) -> tuple[int, str | None]:
-        tid, files = binding.thread_id, self._files
-        core = files.core
-        files.sync_thread(tid)
-        prep = core.prepare_commit(binding, expected_version, messages, batches, run_record)
-        cid, at = os.urandom(8).hex(), time.time()
-        scoped = [
-            (c.scope, binding.owner(c.scope), c)
-            for b in prep.batches
-            for _p, c in b.entries
-            if c.scope is not Scope.THREAD
-        ]
-        run_id = prep.record.run_id if prep.record is not None else None
-        new_run = run_id is not None and run_id not in files.run_index
-        undo = None
-        alone = bool(scoped)  # state in the global log: the thread lines before it go first
-        if alone:
-            round_.flush()
-        if scoped or new_run:
-            ops = [[s.value, o, c.model_dump(mode="json")] for s, o, c in scoped]
-            entry = {"c": cid, "t": tid, "ops": ops, "run": run_id if new_run else None}
-            undo = files.append(files.global_path, json.dumps(entry) + "\n", sync=alone)
-            round_.global_log = round_.global_log or not alone
-        line = (
-            f'{{"c":"{cid}","v":{expected_version + 1},"at":{at!r},"m":['
-            + ",".join(m.model_dump_json() for m in messages)
-            + '],"b":['
-            + ",".join(b.model_dump_json() for b in prep.batches)
-            + f'],"r":{_json(prep.record)},"p":{_json(parked)}}}\n'
-        )
-        try:
-            old = files.append(files.thread_path(tid), line, sync=alone)
-        except BaseException:
-            if undo is not None:
-                files.undo_global(undo)
-            raise
-        if not alone:
-            round_.appended(tid, old)
-        version = core.apply_commit(binding, messages, prep, parked, at, scoped=False)
-        files.commits.setdefault(tid, set()).add(cid)
-        for scope, owner, command in scoped:
-            core.apply_scoped(scope, owner, [command])
-        if run_id is not None and new_run:
-            files.run_index[run_id] = tid
-        return version, None if alone else tid
 
     def compact(self, thread_id: str) -> None:
         """Rewrite a thread's file as one snapshot line (atomic rename); a no-op if absent."""

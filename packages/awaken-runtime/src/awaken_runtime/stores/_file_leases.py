@@ -5,7 +5,8 @@ thread and its new lease (``null``: released), so an acquire or release
 costs one short append, whatever the number of live leases. Every process
 reads only the lines appended since it last looked. When the log holds many
 more lines than live leases it is rewritten as the live leases (atomic
-rename), which readers notice by the file's new inode.
+rename) under a new random first line, which readers compare with the one
+they read before (an inode number can come back after a rename).
 
 Appends are not fsynced: a lease only matters while its holder lives, and
 the appends reach every process on the machine through the page cache; after
@@ -15,6 +16,7 @@ a power loss every holder is gone and a lost line is a lease that expired.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +40,8 @@ class LeaseLog:
     def __init__(self, files: FileMirror) -> None:
         self.files = files
         self.path: Path = files.dir / "leases.jsonl"
+        self._head = b""
+        """The first line of the log as this process last read it."""
 
     def sync(self) -> Core:
         """Read the lines other processes appended (call under the store's lock)."""
@@ -47,9 +51,16 @@ class LeaseLog:
         if tail is None:
             core.leases.clear()
             return core
+        if tail.pos and self._first_line() != self._head:
+            core.leases.clear()  # compacted by another process: read it from the start
+            tail.pos = tail.lines = 0
         records, end, _lines = read_lines(path, tail.pos, tail.lines)
+        if tail.pos == 0:
+            self._head = self._first_line()
         for _offset, record in records:
             tail.lines += 1
+            if "gen" in record:
+                continue
             try:
                 tid, raw = record["t"], record["l"]
                 if raw is None:
@@ -72,12 +83,21 @@ class LeaseLog:
         if tail is not None and tail.lines > 2 * len(files.core.leases) + _SLACK:
             self._compact()
 
+    def _first_line(self) -> bytes:
+        try:
+            with open(self.path, "rb") as f:
+                return f.readline(256)
+        except FileNotFoundError:
+            return b""
+
     def _compact(self) -> None:
         leases = self.files.core.leases
-        lines = [
+        lines = [json.dumps({"gen": os.urandom(8).hex()}) + "\n"]
+        lines += [
             json.dumps({"t": tid, "l": lease.model_dump(mode="json")}) + "\n"
             for tid, lease in leases.items()
         ]
         data = "".join(lines).encode()
         atomic_write(self.path, data)
         self.files.reset_tail(self.path, len(data), len(lines))
+        self._head = lines[0].encode()
