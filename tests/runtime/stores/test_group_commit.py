@@ -204,3 +204,21 @@ async def test_a_crash_in_the_middle_of_a_group_leaves_no_commit_half_written(
         assert found == {1: 1, 2: 1, 3: 0, 4: 0, 5: 0}
     assert await store.commit(binding("t3"), 0, [Message.user("after")], []) == 1
     await store.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_cancelled_commit_has_ended_when_the_cancellation_arrives(
+    kind: str, tmp_path: Path
+) -> None:
+    store = _open(kind, tmp_path)
+    release = _hold(store)
+    task = asyncio.ensure_future(store.commit(binding("c"), 0, [Message.user("x")], []))
+    await asyncio.sleep(0.02)
+    task.cancel()
+    await asyncio.sleep(0.02)
+    assert not task.done()  # no store operation of the caller is left in flight
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert (await store.load(binding("c"))).version == 1  # it had landed: nothing lost
+    await store.close()
