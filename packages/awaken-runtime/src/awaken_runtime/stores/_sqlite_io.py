@@ -1,13 +1,15 @@
 """The SQLite store's connection thread: transactions off the event loop, group commits.
 
 Every operation of an :class:`~._sqlite.SQLiteStore` is a function of a
-cursor, run by the store's :class:`~._worker.StoreWorker` thread inside its
-own transaction. Thread commits that queued up together (concurrent runs)
-share one transaction, each inside a savepoint: a commit that fails (a
-version conflict, a duplicate message id) rolls back only its savepoint, and
-the one ``COMMIT`` makes them durable together or not at all. If the shared
-transaction itself fails (disk full, a busy database), each commit is run
-again alone, so every caller gets the outcome it would have had on its own.
+cursor, run by the store's :class:`~._worker.StoreWorker` thread. The
+operations that queued up together (concurrent runs: their leases, loads and
+commits) share one transaction, in order, each write inside a savepoint: a
+commit that fails (a version conflict, a duplicate message id, a busy
+thread's lease) rolls back only its savepoint, and the one ``COMMIT`` makes
+them durable together or not at all; nobody hears an outcome before it. If
+the shared transaction itself fails (disk full, a busy database), each
+operation is run again alone, so every caller gets the outcome it would
+have had on its own.
 """
 
 from __future__ import annotations
@@ -56,8 +58,8 @@ class SQLiteIO:
         i = 0
         while i < len(jobs):
             j = i + 1
-            if jobs[i].kind == "commit":
-                while j < len(jobs) and jobs[j].kind == "commit":
+            if jobs[i].kind != "raw":
+                while j < len(jobs) and jobs[j].kind != "raw":
                     j += 1
             if j - i > 1:
                 self._group(jobs[i:j])
@@ -93,11 +95,19 @@ class SQLiteIO:
         try:
             cur.execute("BEGIN IMMEDIATE")
             for job in jobs:
+                if job.kind == "read":  # nothing to roll back if it fails
+                    try:
+                        outcomes.append((job.fn(cur), None))
+                    except sqlite3.Error:
+                        raise
+                    except Exception as exc:
+                        outcomes.append((None, exc))
+                    continue
                 cur.execute("SAVEPOINT c")
                 try:
                     result = job.fn(cur)
                 except sqlite3.Error:
-                    raise  # the connection's trouble, not this commit's: retry alone
+                    raise  # the connection's trouble, not this operation's: retry alone
                 except Exception as exc:
                     cur.execute("ROLLBACK TO c")
                     cur.execute("RELEASE c")
