@@ -149,7 +149,7 @@ async def test_processes_see_each_others_commits(tmp_path: Path) -> None:
 
 async def test_a_corrupt_lease_table_names_the_file(tmp_path: Path) -> None:
     store = FileStore(tmp_path)
-    (tmp_path / "leases.json").write_text("[[[")
+    (tmp_path / "leases.jsonl").write_text("[[[\n")
     with pytest.raises(StoreCorrupt, match=r"leases\.json"):
         await store.acquire_lease("t", "h", 1)
 

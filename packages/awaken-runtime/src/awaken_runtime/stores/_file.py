@@ -6,7 +6,7 @@ Layout of the store directory::
     threads/<id>.jsonl    one line per commit of the thread (compaction: one snapshot line)
     global.jsonl          profile/shared state changes, the run index, config versions
     events/<run>.jsonl    per-run stream event logs
-    leases.json           live thread leases (rewritten atomically)
+    leases.jsonl          lease changes, appended (compacted now and then)
 
 A commit appends its global line (if it has profile/shared writes or a new
 run) first and its thread line second; the thread line is the commit point.
@@ -14,14 +14,15 @@ A global line whose thread line never landed (a crash in between) is cut off
 by the next lock holder; a torn last line is cut off and logged. Each process
 keeps an in-memory mirror (:class:`~._file_mirror.FileMirror`) and reads only
 what other processes appended since, so commits and loads cost O(new data).
+Operations run on the store's own thread (``_file_io.py``), never on the
+event loop; per-step commits of concurrent runs share one round of fsyncs.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -31,17 +32,17 @@ from pydantic import BaseModel
 from ..messages._message import Message
 from ..state._engine import Command, CommittedBatch, Scope
 from ..suspension._suspension import ParkedRun
-from ._file_extras import lease_table, read_event_log
+from ._core import Core
+from ._file_commit import commit_lines
+from ._file_extras import prune_files, read_event_log
+from ._file_io import FileIO
+from ._file_leases import LeaseLog
 from ._file_mirror import FileMirror
 from ._memory import config_dict, find_config, page
 from ._ports import ConfigVersion, Lease, Page, PruneReport, StreamEvent, ThreadInfo, cutoff
 from ._thread_store import RunRecord, ScopeBinding, ThreadSnapshot
 
 __all__ = ["FileStore"]
-
-
-def _json(model: Any) -> str:
-    return "null" if model is None else str(model.model_dump_json())
 
 
 class FileStore:
@@ -64,15 +65,20 @@ class FileStore:
         """Seconds a run's lease on a thread lives without renewal."""
         self._files = FileMirror(self.dir, max_cached_threads)
         self.core = self._files.core
+        self._io = FileIO(self._files)
+        self._leases = LeaseLog(self._files)
 
     # -- ThreadStore --------------------------------------------------------------------
 
     async def load(self, binding: ScopeBinding) -> ThreadSnapshot:
         """Load the thread plus its profile and shared state."""
         files = self._files
-        with files.locked():
+
+        def op() -> ThreadSnapshot:
             files.sync_thread(binding.thread_id)
             return files.core.snapshot(binding)
+
+        return await self._io.run(f"load thread {binding.thread_id!r}", op)
 
     async def commit(
         self,
@@ -84,45 +90,19 @@ class FileStore:
         parked: ParkedRun | None = None,
     ) -> int:
         """Append one fsynced line (two with profile/shared writes or a new run)."""
-        tid, files = binding.thread_id, self._files
-        core = files.core
-        with files.locked():
-            files.sync_thread(tid)
-            prep = core.prepare_commit(binding, expected_version, messages, batches, run_record)
-            cid, at = os.urandom(8).hex(), time.time()
-            scoped = [
-                (c.scope, binding.owner(c.scope), c)
-                for b in prep.batches
-                for _p, c in b.entries
-                if c.scope is not Scope.THREAD
-            ]
-            run_id = prep.record.run_id if prep.record is not None else None
-            new_run = run_id is not None and run_id not in files.run_index
-            undo = None
-            if scoped or new_run:
-                ops = [[s.value, o, c.model_dump(mode="json")] for s, o, c in scoped]
-                entry = {"c": cid, "t": tid, "ops": ops, "run": run_id if new_run else None}
-                undo = files.append(files.global_path, json.dumps(entry) + "\n")
-            line = (
-                f'{{"c":"{cid}","v":{expected_version + 1},"at":{at!r},"m":['
-                + ",".join(m.model_dump_json() for m in messages)
-                + '],"b":['
-                + ",".join(b.model_dump_json() for b in prep.batches)
-                + f'],"r":{_json(prep.record)},"p":{_json(parked)}}}\n'
-            )
-            try:
-                files.append(files.thread_path(tid), line)
-            except BaseException:
-                if undo is not None:
-                    files.undo_global(undo)
-                raise
-            version = core.apply_commit(binding, messages, prep, parked, at, scoped=False)
-            files.commits.setdefault(tid, set()).add(cid)
-            for scope, owner, command in scoped:
-                core.apply_scoped(scope, owner, [command])
-            if run_id is not None and new_run:
-                files.run_index[run_id] = tid
-            return version
+        return await self._io.commit(
+            f"commit thread {binding.thread_id!r}",
+            lambda round_: commit_lines(
+                self._files,
+                round_,
+                binding,
+                expected_version,
+                messages,
+                batches,
+                run_record,
+                parked,
+            ),
+        )
 
     def compact(self, thread_id: str) -> None:
         """Rewrite a thread's file as one snapshot line (atomic rename); a no-op if absent."""
@@ -130,7 +110,8 @@ class FileStore:
             self._files.compact(thread_id)
 
     async def close(self) -> None:
-        """Nothing stays open between operations."""
+        """Nothing stays open between operations (the store's thread ends when idle)."""
+        await self._io.run("close", lambda: None)
 
     # -- reads, runs, threads -----------------------------------------------------------
 
@@ -138,33 +119,45 @@ class FileStore:
         self, thread_id: str, after: int = 0, limit: int = 100
     ) -> Page[Message]:
         """Messages with seq > ``after``."""
-        with self._files.locked():
+
+        def op() -> Page[Message]:
             thread = self._files.sync_thread(thread_id)
             return page(thread.messages if thread else [], after, limit)
+
+        return await self._io.run(f"read messages of thread {thread_id!r}", op)
 
     async def read_batches(
         self, thread_id: str, after: int = 0, limit: int = 100
     ) -> Page[CommittedBatch]:
         """Persisted batches with seq > ``after``."""
-        with self._files.locked():
+
+        def op() -> Page[CommittedBatch]:
             thread = self._files.sync_thread(thread_id)
             return page(thread.batches if thread else [], after, limit)
+
+        return await self._io.run(f"read batches of thread {thread_id!r}", op)
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         """The record of ``run_id``."""
         files = self._files
-        with files.locked():
+
+        def op() -> RunRecord | None:
             tid = files.run_index.get(run_id)
             if tid is not None:
                 files.sync_thread(tid)
             return files.core.runs.get(run_id)
 
+        return await self._io.run(f"read run {run_id!r}", op)
+
     async def list_runs(self, thread_id: str) -> list[RunRecord]:
         """A thread's run records, oldest first."""
         files = self._files
-        with files.locked():
+
+        def op() -> list[RunRecord]:
             thread = files.sync_thread(thread_id)
             return [files.core.runs[r] for r in thread.run_ids] if thread else []
+
+        return await self._io.run(f"list runs of thread {thread_id!r}", op)
 
     async def list_threads(
         self,
@@ -176,7 +169,8 @@ class FileStore:
     ) -> list[ThreadInfo]:
         """Threads ordered by id after ``after``, filtered (reads every thread file)."""
         files = self._files
-        with files.locked():
+
+        def op() -> list[ThreadInfo]:
             out = []
             for tid in files.all_threads():
                 info = files.core.info(tid)
@@ -189,10 +183,13 @@ class FileStore:
                 out.append(info)
             return out[:limit]
 
+        return await self._io.run("list threads", op)
+
     async def delete_thread(self, thread_id: str) -> bool:
         """Remove the thread's file, its runs' event logs and its lease."""
         files = self._files
-        with files.locked():
+
+        def op() -> bool:
             thread = files.sync_thread(thread_id)
             if thread is None:
                 return False
@@ -200,10 +197,12 @@ class FileStore:
                 files.event_path(run_id).unlink(missing_ok=True)
                 files.core.events.pop(run_id, None)
             files.remove_thread(thread_id)
-            with lease_table(files.core, files.leases_path):
-                files.core.leases.pop(thread_id, None)
+            if self._leases.sync().leases.pop(thread_id, None) is not None:
+                self._leases.changed(thread_id, None)
             files.mark_deleted(thread_id)
             return True
+
+        return await self._io.run(f"delete thread {thread_id!r}", op)
 
     # -- stream events ------------------------------------------------------------------
 
@@ -212,34 +211,45 @@ class FileStore:
         if not events:
             return
         files = self._files
-        with files.locked():
+
+        def op() -> None:
             path = files.event_path(run_id)
             files.core.events[run_id] = read_event_log(path)
             files.core.check_events(run_id, events)
             files.append(path, "".join(e.model_dump_json() + "\n" for e in events))
 
+        await self._io.run(f"append events of run {run_id!r}", op)
+
     async def read_events(
         self, run_id: str, after: int = 0, limit: int = 1000
     ) -> list[StreamEvent]:
         """Events with seq > ``after``."""
-        with self._files.locked():
+
+        def op() -> list[StreamEvent]:
             events = read_event_log(self._files.event_path(run_id))
             return [e for e in events if e.seq > after][:limit]
+
+        return await self._io.run(f"read events of run {run_id!r}", op)
 
     # -- profile / shared scope, configs --------------------------------------------------
 
     async def read_scope(self, scope: Scope, owner: str) -> dict[str, Any]:
         """The state of one profile or namespace."""
-        with self._files.locked():
-            return self._files.core.read_scope(scope, owner)
+        return await self._io.run(
+            f"read {scope.value} state of {owner!r}",
+            lambda: self._files.core.read_scope(scope, owner),
+        )
 
     async def write_scope(self, scope: Scope, owner: str, commands: Sequence[Command]) -> None:
         """Apply commands to one profile or namespace (one fsynced line)."""
         ops = [[scope.value, owner, c.model_dump(mode="json")] for c in commands]
         files = self._files
-        with files.locked():
+
+        def op() -> None:
             files.append(files.global_path, json.dumps({"ops": ops}) + "\n")
             files.core.apply_scoped(scope, owner, commands)
+
+        await self._io.run(f"write {scope.value} state of {owner!r}", op)
 
     async def publish_config(
         self, config: Mapping[str, Any] | BaseModel, *, note: str = ""
@@ -247,22 +257,29 @@ class FileStore:
         """Store a new config version."""
         agent_id, data = config_dict(config)
         files = self._files
-        with files.locked():
+
+        def op() -> ConfigVersion:
             version = files.core.next_config(agent_id, data, note)
             entry = {"cfg": version.model_dump(mode="json")}
             files.append(files.global_path, json.dumps(entry) + "\n")
             files.core.configs.setdefault(agent_id, []).append(version)
             return version
 
+        return await self._io.run(f"publish config of agent {agent_id!r}", op)
+
     async def get_config(self, agent_id: str, version: int | None = None) -> ConfigVersion:
         """The latest (or a given) config version."""
-        with self._files.locked():
-            return find_config(self._files.core.configs.get(agent_id), agent_id, version)
+        return await self._io.run(
+            f"read configs of agent {agent_id!r}",
+            lambda: find_config(self._files.core.configs.get(agent_id), agent_id, version),
+        )
 
     async def config_history(self, agent_id: str) -> list[ConfigVersion]:
         """Kept versions, oldest first."""
-        with self._files.locked():
-            return list(self._files.core.configs.get(agent_id, []))
+        return await self._io.run(
+            f"read configs of agent {agent_id!r}",
+            lambda: list(self._files.core.configs.get(agent_id, [])),
+        )
 
     async def rollback_config(self, agent_id: str, version: int) -> ConfigVersion:
         """Republish ``version`` as the newest version."""
@@ -271,23 +288,40 @@ class FileStore:
 
     # -- leases -------------------------------------------------------------------------
 
+    def _lease_op(self, thread_id: str, change: Callable[[Core], Lease | None]) -> Lease | None:
+        core = self._leases.sync()
+        before = core.leases.get(thread_id)
+        result = change(core)
+        after = core.leases.get(thread_id)
+        if after != before:
+            self._leases.changed(thread_id, after)
+        return result
+
     async def acquire_lease(self, thread_id: str, holder: str, ttl: float) -> Lease:
         """Take the thread or raise ``ThreadBusy``."""
-        files = self._files
-        with files.locked(), lease_table(files.core, files.leases_path):
-            return files.core.acquire(thread_id, holder, ttl, os.urandom(8).hex())
+        token = os.urandom(8).hex()
+        lease = await self._io.run(
+            f"lease thread {thread_id!r}",
+            lambda: self._lease_op(thread_id, lambda c: c.acquire(thread_id, holder, ttl, token)),
+        )
+        assert lease is not None
+        return lease
 
     async def renew_lease(self, lease: Lease, ttl: float) -> Lease:
         """Extend a held lease or raise ``LeaseLost``."""
-        files = self._files
-        with files.locked(), lease_table(files.core, files.leases_path):
-            return files.core.renew(lease, ttl)
+        renewed = await self._io.run(
+            f"renew the lease on thread {lease.thread_id!r}",
+            lambda: self._lease_op(lease.thread_id, lambda c: c.renew(lease, ttl)),
+        )
+        assert renewed is not None
+        return renewed
 
     async def release_lease(self, lease: Lease) -> None:
         """Give the thread up."""
-        files = self._files
-        with files.locked(), lease_table(files.core, files.leases_path):
-            files.core.release(lease)
+        await self._io.run(
+            f"release the lease on thread {lease.thread_id!r}",
+            lambda: self._lease_op(lease.thread_id, lambda c: c.release(lease)),
+        )
 
     # -- retention ------------------------------------------------------------------------
 
@@ -298,20 +332,4 @@ class FileStore:
         (rewritten by atomic rename); messages, batches and state are kept.
         """
         cut = cutoff(older_than)
-        files = self._files
-        core = files.core
-        with files.locked():
-            files.all_threads()
-            for run_id in files.event_runs():
-                events = read_event_log(files.event_path(run_id))
-                if events:
-                    core.events[run_id] = events
-            had_events = set(core.events)
-            report, touched = core.prune(cut)
-            for run_id in had_events - set(core.events):
-                files.event_path(run_id).unlink(missing_ok=True)
-            for tid in touched:
-                files.compact(tid)
-            if report.configs:
-                files.compact_global()
-            return report
+        return await self._io.run("prune", lambda: prune_files(self._files, cut))

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from .._errors import InvalidId, check_id
 from ..messages._message import Message
@@ -30,11 +30,14 @@ from ..state._engine import Command, CommittedBatch, Scope
 from ..suspension._suspension import ParkedRun
 from ._core import Core, Prepared, ThreadData
 from ._errors import StoreCorrupt, StoreIOError
+from ._gc import no_gc
 from ._jsonl import append_line, atomic_write, exclusive, fsync_dir, read_lines, truncate_to
 from ._ports import ConfigVersion
 from ._thread_store import RunRecord, ScopeBinding
 
 __all__ = ["FileMirror", "Tail"]
+
+_MESSAGES = TypeAdapter(list[Message])
 
 _NAME_MAX = 255
 """Bytes in one file name on every common file system (ext4, APFS, NTFS)."""
@@ -88,7 +91,6 @@ class FileMirror:
         self.run_index: dict[str, str] = {}
         """Run id -> thread id, from the global log."""
         self.global_path = directory / "global.jsonl"
-        self.leases_path = directory / "leases.json"
         self._mutex = threading.RLock()
         self._tails: dict[Path, Tail] = {}
 
@@ -124,7 +126,7 @@ class FileMirror:
 
     # -- reading ----------------------------------------------------------------------
 
-    def _tail(self, path: Path, reset: Callable[[], None]) -> Tail | None:
+    def tail(self, path: Path, reset: Callable[[], None]) -> Tail | None:
         """The tail of ``path`` after resetting the mirror if the file was replaced."""
         tail = self._tails.get(path)
         try:
@@ -146,14 +148,16 @@ class FileMirror:
         recent = self._recent
         recent[tid] = None
         recent.move_to_end(tid)
-        tail = self._tail(path, lambda: self.forget(tid))
+        tail = self.tail(path, lambda: self.forget(tid))
         if tail is None:
             return None
-        records, end, _lines = read_lines(path, tail.pos, tail.lines)
+        with no_gc():  # see no_gc: a replay allocates many objects and no cycles
+            records, end, _lines = read_lines(path, tail.pos, tail.lines)
         try:
-            for _offset, record in records:
-                self._replay(tid, record, path, tail.lines + 1)
-                tail.lines += 1
+            with no_gc():
+                for _offset, record in records:
+                    self._replay(tid, record, path, tail.lines + 1)
+                    tail.lines += 1
         except StoreCorrupt:
             # Forget what was replayed: the next access reads the file from its start and
             # fails the same way, so no commit is ever appended on top of a bad line.
@@ -177,7 +181,7 @@ class FileMirror:
 
     def _replay(self, tid: str, rec: dict[str, Any], path: Path, line: int) -> None:
         try:
-            messages = [Message.model_validate(m) for m in rec["m"]]
+            messages = _MESSAGES.validate_python(rec["m"])  # one call per line, not per message
             batches = [CommittedBatch.model_validate(b) for b in rec["b"]]
             parked = ParkedRun.model_validate(rec["p"]) if rec["p"] else None
             binding = ScopeBinding(tid, "", "")
@@ -208,7 +212,7 @@ class FileMirror:
 
     def _sync_global(self) -> None:
         path = self.global_path
-        tail = self._tail(path, self._reset_global)
+        tail = self.tail(path, self._reset_global)
         if tail is None:
             return
         records, end, _ = read_lines(path, tail.pos, tail.lines)
@@ -250,15 +254,29 @@ class FileMirror:
 
     # -- writing ----------------------------------------------------------------------
 
-    def append(self, path: Path, line: str) -> int:
-        """Append a line this process wrote and advance its tail; returns the old size."""
+    def append(self, path: Path, line: str, *, sync: bool = True) -> int:
+        """Append a line this process wrote and advance its tail; returns the old size.
+
+        ``sync=False``: the caller fsyncs the file later (see ``_file_io.py``).
+        """
         tail = self._tails.get(path)
         old = tail.pos if tail is not None else 0
-        size = append_line(path, line.encode())
+        size = append_line(path, line.encode(), sync=sync)
         if tail is None:
             tail = self._tails[path] = Tail(ino=path.stat().st_ino)
         tail.pos, tail.lines = size, tail.lines + 1
         return old
+
+    def reset_tail(self, path: Path, size: int, lines: int) -> None:
+        """``path`` was rewritten by this process with ``lines`` lines, ``size`` bytes."""
+        self._tails[path] = Tail(ino=path.stat().st_ino, pos=size, lines=lines)
+
+    def undo_thread(self, tid: str, size: int) -> None:
+        """Cut a thread's file back to ``size`` and forget the thread (re-read when next used)."""
+        path = self.thread_path(tid)
+        truncate_to(path, size)
+        self._tails.pop(path, None)
+        self.forget(tid)
 
     def undo_global(self, size: int) -> None:
         """Cut the global log back to ``size``, undoing this process's last append."""

@@ -14,7 +14,15 @@ from typing import Any
 
 from ._errors import StoreCorrupt, StoreIOError
 
-__all__ = ["append_line", "atomic_write", "exclusive", "fsync_dir", "read_lines", "truncate_to"]
+__all__ = [
+    "append_line",
+    "atomic_write",
+    "exclusive",
+    "fsync_dir",
+    "fsync_file",
+    "read_lines",
+    "truncate_to",
+]
 
 log = logging.getLogger("awaken_runtime.stores")
 
@@ -96,10 +104,12 @@ def _truncate(path: Path, size: int) -> None:
         raise StoreIOError(str(path), "repair (truncate a torn line of)", exc) from exc
 
 
-def append_line(path: Path, line: bytes) -> int:
+def append_line(path: Path, line: bytes, *, sync: bool = True) -> int:
     """Append ``line`` (ending in a newline) and fsync; return the new size.
 
-    On failure the file is cut back to its old size and ``StoreIOError`` raised.
+    ``sync=False`` leaves the fsync to the caller (:func:`fsync_file`), which
+    may then flush several files' appends in one round. On failure the file
+    is cut back to its old size and ``StoreIOError`` raised.
     """
     new = not path.exists()
     try:
@@ -112,7 +122,8 @@ def append_line(path: Path, line: bytes) -> int:
         while view:
             written = os.write(fd, view)
             view = view[written:]
-        os.fsync(fd)
+        if sync:
+            os.fsync(fd)
         if new:
             fsync_dir(path.parent)
     except OSError as exc:
@@ -122,6 +133,18 @@ def append_line(path: Path, line: bytes) -> int:
     finally:
         os.close(fd)
     return size + len(line)
+
+
+def fsync_file(path: Path) -> None:
+    """Make what was appended to ``path`` durable (``StoreIOError`` if it cannot be)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND)  # Windows flushes only writable handles
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise StoreIOError(str(path), "flush (fsync)", exc) from exc
 
 
 def truncate_to(path: Path, size: int) -> None:

@@ -1,25 +1,25 @@
 """``SQLiteStore``: the embedded default backend (stdlib ``sqlite3``, WAL).
 
-Every operation is one short transaction on one connection; a step commit
-takes well under a millisecond, so calls run synchronously on the event loop
-(see ``benchmarks/store_append.py``). Several processes may share a
-database: writers serialize on ``BEGIN IMMEDIATE`` and commits use the
-thread's version for optimistic concurrency.
+Every operation is one short transaction on one connection, run by the
+store's own thread (``_sqlite_io.py``) so the event loop never waits on the
+database; thread commits of concurrent runs that queue up together share one
+transaction. Several processes may share a database: writers serialize on
+``BEGIN IMMEDIATE`` and commits use the thread's version for optimistic
+concurrency. Loads decode only the rows a process has not decoded before
+(``_sqlite_load.py``).
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
-import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, TypeAdapter
+from pydantic import BaseModel
 
 from .._errors import VersionConflict
 from ..messages._message import Message
@@ -27,17 +27,17 @@ from ..state._engine import Command, CommittedBatch, Scope, StoreKey
 from ..suspension._suspension import ParkedRun
 from . import _sqlite_extras as extras
 from ._core import merge_run, persistent
-from ._errors import LeaseLost, StoreCorrupt, StoreIOError
+from ._errors import LeaseLost, StoreIOError
 from ._memory import config_dict, find_config
 from ._ports import ConfigVersion, Lease, Page, PruneReport, StreamEvent, ThreadInfo, cutoff
-from ._sqlite_ops import apply_command_sql, insert_commit, load_scope
+from ._sqlite_io import SQLiteIO
+from ._sqlite_load import MESSAGES, MessageCache, load_thread
+from ._sqlite_ops import apply_command_sql, delete_thread_sql, insert_commit, load_scope
 from ._sqlite_rows import decode_one, decode_rows
-from ._sqlite_schema import connect, guarded
+from ._sqlite_schema import connect
 from ._thread_store import RunRecord, ScopeBinding, ThreadSnapshot
 
 __all__ = ["SQLiteStore"]
-
-_MESSAGES = TypeAdapter(list[Message])
 
 
 class SQLiteStore:
@@ -59,60 +59,17 @@ class SQLiteStore:
             except OSError as exc:
                 raise StoreIOError(self.path, "create the directory of", exc) from exc
         self._conn = connect(self.path, durable=durable)
-        self._mutex = threading.RLock()
-
-    @contextmanager
-    def _tx(self, action: str, *, write: bool = True) -> Iterator[sqlite3.Cursor]:
-        with self._mutex, guarded(self.path, action):
-            cur = self._conn.cursor()
-            cur.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            try:
-                yield cur
-            except BaseException:
-                cur.execute("ROLLBACK")
-                raise
-            cur.execute("COMMIT")
+        self._io = SQLiteIO(self.path, self._conn)
+        self._messages = MessageCache()
 
     # -- ThreadStore ------------------------------------------------------------------
 
     async def load(self, binding: ScopeBinding) -> ThreadSnapshot:
         """Load the thread plus its profile and shared state."""
-        tid = binding.thread_id
-        with self._tx(f"load thread {tid!r} from", write=False) as cur:
-            row = cur.execute(
-                "SELECT version, parked, latest_run FROM threads WHERE thread_id=?", (tid,)
-            ).fetchone()
-            bodies = [
-                body
-                for (body,) in cur.execute(
-                    "SELECT body FROM messages WHERE thread_id=? ORDER BY seq", (tid,)
-                )
-            ]
-            # One validation call for the whole list: ~35% faster than one per row.
-            messages = decode_rows(self.path, f"thread {tid!r} message", _MESSAGES, Message, bodies)
-            state: dict[StoreKey, Any] = {}
-            for scope, owner in (
-                (Scope.THREAD, tid),
-                (Scope.PROFILE, binding.profile_id),
-                (Scope.SHARED, binding.namespace),
-            ):
-                try:
-                    load_scope(cur, scope, owner, state)
-                except ValueError as exc:
-                    raise StoreCorrupt(
-                        self.path, f"a {scope.value} state row of {owner!r} is not JSON ({exc})"
-                    ) from None
-            latest = None
-            if row is not None and row[2] is not None:
-                latest = self._run(cur, row[2])
-        if row is None:
-            return ThreadSnapshot(tid, messages, state, 0)
-        parked = (
-            decode_one(self.path, f"thread {tid!r} parked run", ParkedRun, row[1])
-            if row[1]
-            else None
+        return await self._io.read(
+            f"load thread {binding.thread_id!r} from",
+            lambda cur: load_thread(cur, self.path, self._messages, binding, self._run),
         )
-        return ThreadSnapshot(tid, messages, state, row[0], parked, latest)
 
     async def commit(
         self,
@@ -126,7 +83,8 @@ class SQLiteStore:
         """Append messages, batches, state, run record and tickets in one transaction."""
         tid = binding.thread_id
         kept = persistent(batches)
-        with self._tx(f"commit thread {tid!r} to") as cur:
+
+        def op(cur: sqlite3.Cursor) -> int:
             row = cur.execute(
                 "SELECT version, n_messages, n_batches, latest_run FROM threads WHERE thread_id=?",
                 (tid,),
@@ -151,16 +109,20 @@ class SQLiteStore:
                     time.time(),
                 ),
             )
-        return int(version) + 1
+            return int(version) + 1
+
+        return await self._io.commit(f"commit thread {tid!r} to", op)
 
     # -- reads, runs, threads ---------------------------------------------------------------
 
-    def _page(self, table: str, thread_id: str, after: int, limit: int) -> tuple[list[str], bool]:
-        with self._tx(f"read {table} of thread {thread_id!r} from", write=False) as cur:
-            rows = cur.execute(
-                f"SELECT body FROM {table} WHERE thread_id=? AND seq>? ORDER BY seq LIMIT ?",
-                (thread_id, after, limit + 1),
-            ).fetchall()
+    async def _page(
+        self, table: str, thread_id: str, after: int, limit: int
+    ) -> tuple[list[str], bool]:
+        sql = f"SELECT body FROM {table} WHERE thread_id=? AND seq>? ORDER BY seq LIMIT ?"
+        rows: list[tuple[str]] = await self._io.read(
+            f"read {table} of thread {thread_id!r} from",
+            lambda cur: cur.execute(sql, (thread_id, after, limit + 1)).fetchall(),
+        )
         return [r[0] for r in rows[:limit]], len(rows) > limit
 
     async def read_messages(
@@ -168,9 +130,9 @@ class SQLiteStore:
     ) -> Page[Message]:
         """Messages with seq > ``after``."""
         after = max(after, 0)
-        bodies, more = self._page("messages", thread_id, after, limit)
+        bodies, more = await self._page("messages", thread_id, after, limit)
         what = f"thread {thread_id!r} message"
-        items = decode_rows(self.path, what, _MESSAGES, Message, bodies)
+        items = decode_rows(self.path, what, MESSAGES, Message, bodies, first=after + 1)
         return Page(items, after + len(bodies), more)
 
     async def read_batches(
@@ -178,7 +140,7 @@ class SQLiteStore:
     ) -> Page[CommittedBatch]:
         """Persisted batches with seq > ``after``."""
         after = max(after, 0)
-        bodies, more = self._page("batches", thread_id, after, limit)
+        bodies, more = await self._page("batches", thread_id, after, limit)
         what = f"thread {thread_id!r} batch"
         items = [
             decode_one(self.path, f"{what} {after + i}", CommittedBatch, b)
@@ -188,15 +150,15 @@ class SQLiteStore:
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         """The record of ``run_id``."""
-        with self._tx("read a run from", write=False) as cur:
-            return self._run(cur, run_id)
+        return await self._io.read("read a run from", lambda cur: self._run(cur, run_id))
 
     async def list_runs(self, thread_id: str) -> list[RunRecord]:
         """A thread's run records, oldest first."""
-        with self._tx(f"list runs of thread {thread_id!r} in", write=False) as cur:
-            rows = cur.execute(
-                "SELECT body FROM runs WHERE thread_id=? ORDER BY rowid", (thread_id,)
-            ).fetchall()
+        sql = "SELECT body FROM runs WHERE thread_id=? ORDER BY rowid"
+        rows: list[tuple[str]] = await self._io.read(
+            f"list runs of thread {thread_id!r} in",
+            lambda cur: cur.execute(sql, (thread_id,)).fetchall(),
+        )
         return [decode_one(self.path, f"thread {thread_id!r} run", RunRecord, r[0]) for r in rows]
 
     async def list_threads(
@@ -216,8 +178,9 @@ class SQLiteStore:
             where.append("updated_at > ?")
             args.append(updated_after.timestamp())  # type: ignore[arg-type]
         sql += " WHERE " + " AND ".join(where) + " ORDER BY thread_id LIMIT ?"
-        with self._tx("list threads in", write=False) as cur:
-            rows = cur.execute(sql, (*args, limit)).fetchall()
+        rows: list[tuple[Any, ...]] = await self._io.read(
+            "list threads in", lambda cur: cur.execute(sql, (*args, limit)).fetchall()
+        )
         return [
             ThreadInfo(
                 thread_id=r[0],
@@ -232,58 +195,63 @@ class SQLiteStore:
 
     async def delete_thread(self, thread_id: str) -> bool:
         """Remove a thread with its messages, state, runs and their events."""
-        t = (thread_id,)
-        with self._tx(f"delete thread {thread_id!r} from") as cur:
-            found = cur.execute("DELETE FROM threads WHERE thread_id=?", t).rowcount > 0
-            for table in ("messages", "tool_calls", "batches", "leases"):
-                cur.execute(f"DELETE FROM {table} WHERE thread_id=?", t)
-            for table in ("state", "state_fields"):
-                cur.execute(f"DELETE FROM {table} WHERE scope='thread' AND owner=?", t)
-            cur.execute(
-                "DELETE FROM events WHERE run_id IN (SELECT run_id FROM runs WHERE thread_id=?)", t
-            )
-            cur.execute("DELETE FROM runs WHERE thread_id=?", t)
-        return found
+        self._messages.forget(thread_id)
+        return await self._io.write(
+            f"delete thread {thread_id!r} from", lambda cur: delete_thread_sql(cur, thread_id)
+        )
 
     # -- events, scopes, configs ----------------------------------------------------------
 
     async def append_events(self, run_id: str, events: Sequence[StreamEvent]) -> None:
         """Append to the run's event log (seqs must increase)."""
-        with self._tx(f"append events of run {run_id!r} to") as cur:
-            extras.append_events(cur, run_id, events)
+        await self._io.write(
+            f"append events of run {run_id!r} to",
+            lambda cur: extras.append_events(cur, run_id, events),
+        )
 
     async def read_events(
         self, run_id: str, after: int = 0, limit: int = 1000
     ) -> list[StreamEvent]:
         """Events with seq > ``after``."""
-        with self._tx(f"read events of run {run_id!r} from", write=False) as cur:
-            return extras.read_events(cur, run_id, after, limit)
+        return await self._io.read(
+            f"read events of run {run_id!r} from",
+            lambda cur: extras.read_events(cur, run_id, after, limit),
+        )
 
     async def read_scope(self, scope: Scope, owner: str) -> dict[str, Any]:
         """The state of one profile or namespace."""
         data: dict[StoreKey, Any] = {}
-        with self._tx(f"read {scope.value} state of {owner!r} from", write=False) as cur:
-            load_scope(cur, scope, owner, data)
+        await self._io.read(
+            f"read {scope.value} state of {owner!r} from",
+            lambda cur: load_scope(cur, scope, owner, data),
+        )
         return {k: v for (_s, k), v in data.items()}
 
     async def write_scope(self, scope: Scope, owner: str, commands: Sequence[Command]) -> None:
         """Apply commands to one profile or namespace atomically."""
-        with self._tx(f"write {scope.value} state of {owner!r} to") as cur:
+
+        def op(cur: sqlite3.Cursor) -> None:
             for command in commands:
                 apply_command_sql(cur, scope, owner, command)
+
+        await self._io.write(f"write {scope.value} state of {owner!r} to", op)
 
     async def publish_config(
         self, config: Mapping[str, Any] | BaseModel, *, note: str = ""
     ) -> ConfigVersion:
         """Store a new config version."""
         agent_id, data = config_dict(config)
-        with self._tx(f"publish config of agent {agent_id!r} to") as cur:
-            return extras.insert_config(cur, agent_id, data, note)
+        return await self._io.write(
+            f"publish config of agent {agent_id!r} to",
+            lambda cur: extras.insert_config(cur, agent_id, data, note),
+        )
 
     async def config_history(self, agent_id: str) -> list[ConfigVersion]:
         """Kept versions, oldest first."""
-        with self._tx(f"read configs of agent {agent_id!r} from", write=False) as cur:
-            return extras.config_history(cur, agent_id)
+        return await self._io.read(
+            f"read configs of agent {agent_id!r} from",
+            lambda cur: extras.config_history(cur, agent_id),
+        )
 
     async def get_config(self, agent_id: str, version: int | None = None) -> ConfigVersion:
         """The latest (or a given) config version."""
@@ -298,14 +266,18 @@ class SQLiteStore:
 
     async def acquire_lease(self, thread_id: str, holder: str, ttl: float) -> Lease:
         """Take the thread (stealing an expired lease) or raise ``ThreadBusy``."""
-        with self._tx(f"lease thread {thread_id!r} in") as cur:
-            return extras.acquire_lease(cur, thread_id, holder, ttl)
+        return await self._io.write(
+            f"lease thread {thread_id!r} in",
+            lambda cur: extras.acquire_lease(cur, thread_id, holder, ttl),
+        )
 
     async def renew_lease(self, lease: Lease, ttl: float) -> Lease:
         """Extend a held lease or raise ``LeaseLost``."""
         renewed = lease.model_copy(update={"expires_at": time.time() + ttl})
-        with self._tx(f"renew the lease on thread {lease.thread_id!r} in") as cur:
-            changed = extras.renew_lease(cur, renewed)
+        changed = await self._io.write(
+            f"renew the lease on thread {lease.thread_id!r} in",
+            lambda cur: extras.renew_lease(cur, renewed),
+        )
         if not changed:
             raise LeaseLost(
                 f"the lease of {lease.holder!r} on thread {lease.thread_id!r} expired and the "
@@ -315,20 +287,20 @@ class SQLiteStore:
 
     async def release_lease(self, lease: Lease) -> None:
         """Give the thread up (no-op if it was taken)."""
-        with self._tx(f"release the lease on thread {lease.thread_id!r} in") as cur:
-            extras.release_lease(cur, lease)
+        await self._io.write(
+            f"release the lease on thread {lease.thread_id!r} in",
+            lambda cur: extras.release_lease(cur, lease),
+        )
 
     async def prune(self, older_than: datetime | timedelta) -> PruneReport:
         """Remove event logs of ended runs, superseded run records and config versions."""
         cut = cutoff(older_than)
-        with self._tx("prune") as cur:
-            return extras.prune(cur, cut)
+        return await self._io.write("prune", lambda cur: extras.prune(cur, cut))
 
     def _run(self, cur: sqlite3.Cursor, run_id: str) -> RunRecord | None:
         row = cur.execute("SELECT body FROM runs WHERE run_id=?", (run_id,)).fetchone()
         return decode_one(self.path, f"run {run_id!r}", RunRecord, row[0]) if row else None
 
     async def close(self) -> None:
-        """Close the connection."""
-        with self._mutex:
-            self._conn.close()
+        """Close the connection (after every operation already started)."""
+        await self._io.close()

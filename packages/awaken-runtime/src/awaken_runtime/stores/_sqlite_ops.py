@@ -19,7 +19,7 @@ from ..state._engine import Command, CommittedBatch, MergePolicy, Remove, Scope,
 from ._core import check_messages
 from ._thread_store import RunRecord, ScopeBinding
 
-__all__ = ["apply_command_sql", "dumps", "insert_commit", "load_scope"]
+__all__ = ["apply_command_sql", "delete_thread_sql", "dumps", "insert_commit", "load_scope"]
 
 
 def dumps(value: Any) -> str:
@@ -118,7 +118,10 @@ def insert_commit(
         n = base[0]
         cur.executemany(
             "INSERT INTO messages (thread_id, seq, msg_id, body) VALUES (?, ?, ?, ?)",
-            [(tid, n + i, m.id, m.model_dump_json()) for i, m in enumerate(messages, 1)],
+            [
+                (tid, n + i, m.id, m.model_dump_json(exclude_defaults=True))
+                for i, m in enumerate(messages, 1)
+            ],
         )
         calls = [(tid, c.id) for m in messages for c in m.tool_calls or ()]
         if calls:
@@ -150,3 +153,16 @@ def insert_commit(
 def _exists(cur: sqlite3.Cursor, table: str, column: str, tid: str, value: str) -> bool:
     sql = f"SELECT 1 FROM {table} WHERE thread_id=? AND {column}=?"
     return cur.execute(sql, (tid, value)).fetchone() is not None
+
+
+def delete_thread_sql(cur: sqlite3.Cursor, thread_id: str) -> bool:
+    """Delete a thread's rows, its runs and their events; whether the thread existed."""
+    t = (thread_id,)
+    found = cur.execute("DELETE FROM threads WHERE thread_id=?", t).rowcount > 0
+    for table in ("messages", "tool_calls", "batches", "leases"):
+        cur.execute(f"DELETE FROM {table} WHERE thread_id=?", t)
+    for table in ("state", "state_fields"):
+        cur.execute(f"DELETE FROM {table} WHERE scope='thread' AND owner=?", t)
+    cur.execute("DELETE FROM events WHERE run_id IN (SELECT run_id FROM runs WHERE thread_id=?)", t)
+    cur.execute("DELETE FROM runs WHERE thread_id=?", t)
+    return found

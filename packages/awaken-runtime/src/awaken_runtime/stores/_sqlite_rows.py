@@ -35,13 +35,26 @@ def decode_one(path: str, what: str, model: type[M], body: Any) -> M:
 
 
 def decode_rows(
-    path: str, what: str, adapter: TypeAdapter[list[M]], model: type[M], bodies: Sequence[Any]
+    path: str,
+    what: str,
+    adapter: TypeAdapter[list[M]],
+    model: type[M],
+    bodies: Sequence[Any],
+    first: int = 1,
 ) -> list[M]:
-    """Every body as ``model`` (``what`` names the rows, e.g. "thread 't1' message")."""
+    """Every body as ``model`` (``what`` names the rows, e.g. "thread 't1' message").
+
+    ``first`` is the number of the first row, for the error message.
+    """
+    if not bodies:
+        return []
     try:
-        return adapter.validate_json("[" + ",".join(bodies) + "]")
+        items = adapter.validate_json("[" + ",".join(bodies) + "]")
     except _DECODE_ERRORS:
         pass
-    for i, body in enumerate(bodies, 1):
+    else:
+        if len(items) == len(bodies):  # a row holding two objects would add one
+            return items
+    for i, body in enumerate(bodies, first):
         decode_one(path, f"{what} row {i}", model, body)
     raise StoreCorrupt(path, f"the {what} rows do not decode together")  # pragma: no cover

@@ -1,0 +1,160 @@
+"""A store's I/O thread: blocking work off the event loop, handed over in batches.
+
+A durable store submits each operation as a :class:`Job`; one thread per
+store runs them in submission order. Whatever has queued up while the thread
+was busy is handed to the store's ``run_batch`` together, so the store can
+group commits of concurrent runs into one transaction (SQLite) or one round
+of fsyncs (files). Results go back to each caller's event loop with one
+wake-up per batch and loop, not one per job.
+
+The thread starts on the first job and exits after a short idle time, so an
+unclosed store holds no thread for long.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import threading
+import weakref
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+__all__ = ["Job", "StoreWorker"]
+
+T = TypeVar("T")
+
+_WORKERS: weakref.WeakSet[StoreWorker] = weakref.WeakSet()
+
+_IDLE_EXIT = 2.0
+"""Seconds without work after which the thread ends (the next job starts a new one)."""
+
+
+@dataclass(slots=True)
+class Job:
+    """One operation: ``fn`` does the work; ``kind`` says how it may be grouped."""
+
+    kind: str
+    """``"commit"`` (may share a transaction or fsync round), ``"read"`` or ``"write"``."""
+    fn: Callable[..., Any]
+    action: str
+    """What the job does, for error messages ("commit thread 't1' to")."""
+    loop: asyncio.AbstractEventLoop | None = None
+    future: asyncio.Future[Any] | None = None
+    result: Any = None
+    error: BaseException | None = None
+    done: bool = field(default=False)
+
+    def finish(self, result: Any = None, error: BaseException | None = None) -> None:
+        """Record the outcome (delivered to the caller when the batch ends)."""
+        self.result, self.error, self.done = result, error, True
+
+
+def _deliver(jobs: list[Job]) -> None:
+    for job in jobs:
+        future = job.future
+        if future is None or future.done():
+            continue
+        if job.error is not None:
+            future.set_exception(job.error)
+        else:
+            future.set_result(job.result)
+
+
+class StoreWorker:
+    """One I/O thread per store; :meth:`run` awaits a job's outcome."""
+
+    def __init__(self, name: str, run_batch: Callable[[Sequence[Job]], None]) -> None:
+        self._name = name
+        self._run_batch = run_batch
+        self._queue: deque[Job] = deque()
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        _WORKERS.add(self)
+
+    def _after_fork(self) -> None:
+        # A forked child has none of the parent's threads: the next job starts one.
+        self._queue = deque()
+        self._cond = threading.Condition()
+        self._thread = None
+
+    async def run(self, kind: str, action: str, fn: Callable[..., T]) -> T:
+        """Run ``fn`` on the store's thread; its result, or what it raised.
+
+        A cancelled caller still waits for its job to end before the
+        cancellation goes on, so no operation of a run is in flight once the
+        run has unwound (a commit it started has landed or failed).
+        """
+        loop = asyncio.get_running_loop()
+        job = Job(kind, fn, action, loop, loop.create_future())
+        self.submit(job)
+        future = job.future
+        assert future is not None
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            while not future.done():
+                try:
+                    await asyncio.shield(future)
+                except asyncio.CancelledError:
+                    continue
+                except Exception:
+                    break
+            raise
+
+    def submit(self, job: Job) -> None:
+        """Queue ``job``; start the thread if none is running."""
+        with self._cond:
+            if self._closed:
+                raise RuntimeError(f"{self._name} is closed")
+            self._queue.append(job)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._main, name=self._name, daemon=True)
+                self._thread.start()
+            else:
+                self._cond.notify()
+
+    def close(self) -> None:
+        """Refuse new jobs; queued ones still run."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+
+    def _main(self) -> None:
+        cond, queue = self._cond, self._queue
+        while True:
+            with cond:
+                if not queue:
+                    cond.wait(_IDLE_EXIT)
+                if not queue:
+                    self._thread = None
+                    return
+                batch = list(queue)
+                queue.clear()
+            try:
+                self._run_batch(batch)
+            except BaseException as exc:  # a bug in run_batch: fail the batch, keep serving
+                for job in batch:
+                    if not job.done:
+                        job.finish(error=exc)
+            by_loop: dict[asyncio.AbstractEventLoop, list[Job]] = {}
+            for job in batch:
+                if job.loop is not None:
+                    by_loop.setdefault(job.loop, []).append(job)
+            for loop, jobs in by_loop.items():
+                # A RuntimeError: the caller's loop has closed, nobody is waiting.
+                with contextlib.suppress(RuntimeError):
+                    loop.call_soon_threadsafe(_deliver, jobs)
+
+
+def _reset_after_fork() -> None:
+    for worker in list(_WORKERS):
+        worker._after_fork()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_reset_after_fork)
