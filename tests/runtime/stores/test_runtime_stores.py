@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import subprocess
 import sys
@@ -96,10 +97,8 @@ async def test_a_lease_whose_renewal_swallows_the_cancel_is_still_released() -> 
 
         async def renew_lease(self, lease: Any, ttl: float) -> Any:
             self.renewing.set()
-            try:
-                await asyncio.sleep(0.05)
-            except asyncio.CancelledError:
-                pass  # the cancel is lost; the renewal "succeeds"
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.sleep(0.05)  # the cancel is lost; the renewal "succeeds"
             return await super().renew_lease(lease, ttl)
 
     store = Swallowing(lease_ttl=0.06)
