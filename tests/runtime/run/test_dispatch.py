@@ -58,7 +58,7 @@ async def test_hooks_that_never_wait_run_in_the_calling_task_in_order() -> None:
 
 
 async def test_a_hook_that_awaits_midway_runs_with_the_later_ones_concurrently() -> None:
-    """The first waits for an event only a later hook sets: it deadlocks unless both are in flight."""
+    """The first waits for an event a later hook sets: deadlocks unless both are in flight."""
     later_ran = asyncio.Event()
     log: list[str] = []
 
