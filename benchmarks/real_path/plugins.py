@@ -27,8 +27,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import awaken_runtime as aw
 from _section import cpu_seconds, emit, parse
+
+import awaken_runtime as aw
 
 HISTORY = 1000
 PLUGIN_COUNTS = (0, 1, 4, 16)
@@ -72,7 +73,18 @@ def noop_plugin(i: int) -> Any:
 
 
 def history() -> tuple[aw.Message, ...]:
-    words = "the order shipped yesterday and arrives on friday by courier".split()
+    words = [
+        "the",
+        "order",
+        "shipped",
+        "yesterday",
+        "and",
+        "arrives",
+        "on",
+        "friday",
+        "by",
+        "courier",
+    ]
     out = []
     for i in range(HISTORY):
         text = " ".join(words[(i + j) % len(words)] for j in range(12))
