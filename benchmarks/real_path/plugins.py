@@ -4,9 +4,10 @@ Every variant runs the same agent on its own runtime: S tool-calling steps
 (one no-op tool call each) and a final answer, scripted model, in-memory
 store, on a thread that already holds 1,000 messages. A no-op plugin has two
 hooks (``BEFORE_INFERENCE`` and ``AFTER_INFERENCE``) that return ``None``.
-"extensions" enables memory (hashing embedder), skills (three skills),
-permissions (an allow rule for the tool) and compact (a 128k-token window, so
-it counts the request but never summarizes) together.
+"4 extensions" enables memory (hashing embedder, no memories stored yet),
+skills (three skills, none active), permissions (an allow rule for the tool)
+and compact (a 128k-token window, so it counts the request but never
+summarizes) together; each is also measured alone.
 
 Each repetition seeds a fresh thread, runs once (the "first run": caches
 cold for that thread) and once more on the same thread (the "warm run"); the
@@ -158,6 +159,9 @@ async def measure(steps: int, reps: int) -> dict[str, dict[str, list[float]]]:
             variants[f"{n} no-op plugins"] = prepare(steps, [noop_plugin(i) for i in range(n)], {})
         ext_plugins, ext_config = extensions(Path(tmp) / "skills")
         variants["4 extensions"] = prepare(steps, ext_plugins, ext_config)
+        for plugin in extensions(Path(tmp) / "skills-alone")[0]:  # fresh objects: own caches
+            pid = plugin.manifest.id
+            variants[f"{pid} alone"] = prepare(steps, [plugin], {pid: ext_config[pid]})
         samples: dict[str, dict[str, list[float]]] = {
             name: {"first": [], "warm": []} for name in variants
         }
@@ -195,7 +199,9 @@ def main() -> None:
     variants_hooks = {f"{n} no-op plugins": str(2 * n) for n in PLUGIN_COUNTS}
     rows = []
     for name, m in medians.items():
-        hooks = variants_hooks.get(name, "memory, skills, permissions, compact")
+        hooks = variants_hooks.get(name, name.split()[0])
+        if name == "4 extensions":
+            hooks = "memory, skills, permissions, compact"
         rows.append([name, hooks, m["first"], m["warm"], m["warm"] / base])
     ratio16 = medians["16 no-op plugins"]["warm"] / base
     ratio_ext = medians["4 extensions"]["warm"] / base
@@ -215,6 +221,7 @@ def main() -> None:
         notes=[
             "a no-op plugin: BEFORE_INFERENCE and AFTER_INFERENCE hooks returning None",
             "first run: a freshly seeded thread; warm run: the same thread once more",
+            "'X alone': one extension by itself, to show where the extensions' cost comes from",
         ],
     )
 
