@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 
 from awaken_runtime import (
+    CancellationToken,
+    Cancelled,
     CapabilityBound,
     Command,
     Contributions,
@@ -234,3 +236,36 @@ async def test_a_mixed_phase_commits_every_hooks_commands_on_one_snapshot(
     assert sorted(seen) == [("slow", None), ("sync", None), ("tail", None)]
     assert len(ctx.pending) == 1
     assert sorted(p for p, _c in ctx.pending[0].entries) == ["slow", "sync", "tail"]
+
+
+async def test_a_cancel_during_a_mixed_phase_ends_the_run_at_its_boundary(
+    make_runtime: Any, make_plugin: Any
+) -> None:
+    """Hooks are not interrupted: the phase finishes, then the run ends ``Cancelled``."""
+    point = PhaseHookPoint.STEP_START
+    token = CancellationToken()
+    release = asyncio.Event()
+    ran: list[str] = []
+
+    async def eager(ctx: PhaseContext) -> None:
+        ran.append("eager")
+
+    async def waits(ctx: PhaseContext) -> None:
+        await asyncio.wait_for(release.wait(), timeout=5)
+        ran.append("waits")
+
+    async def cancels(ctx: PhaseContext) -> None:
+        await asyncio.sleep(0)
+        token.cancel("user pressed stop")
+        release.set()
+        ran.append("cancels")
+
+    plugins = [
+        make_plugin(pid, {"phase_hooks": {point}}, Contributions(phase_hooks={point: fn}))
+        for pid, fn in (("eager", eager), ("waits", waits), ("cancels", cancels))
+    ]
+    rig = make_runtime(["never"], plugins=plugins)
+    state = await rig.run("go", thread_id="t", cancel=token)
+    assert state.end_cause == Cancelled(), state.end_cause
+    assert sorted(ran) == ["cancels", "eager", "waits"]
+    assert rig.executor.calls == 0  # the step never reached inference
