@@ -13,7 +13,6 @@ from ..delegation._delegation import (
     MAX_DESCENDANTS,
     NativeDelegationService,
 )
-from ..lifecycle._observer import RunObserver
 from ..models._model import LlmExecutor, ModelSpec
 from ..plugins._plugin import Plugin
 from ..stores._thread_store import ThreadStore
@@ -24,6 +23,7 @@ from ._runtime import Runtime
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from ..lifecycle._observer import RunObserver
     from ..plugins._discovery import Discovery
 
 __all__ = ["AgentRuntimeBuilder"]

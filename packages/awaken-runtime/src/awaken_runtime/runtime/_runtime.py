@@ -18,7 +18,6 @@ from ..delegation._delegation import (
     RunDelegationService,
 )
 from ..lifecycle._events import AgentEvent
-from ..lifecycle._observer import RunObserver
 from ..lifecycle._run_state import RunState
 from ..messages._message import Message, new_id
 from ..run._loop import AgentLoop
@@ -45,6 +44,7 @@ from ._tickets import (
 from ._warm import warm_up
 
 if TYPE_CHECKING:
+    from ..lifecycle._observer import RunObserver
     from ..plugins._discovery import Discovery
 
 __all__ = ["OnAwait", "RunInput", "Runtime"]
