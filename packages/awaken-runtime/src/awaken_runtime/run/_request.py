@@ -169,7 +169,6 @@ class RequestAssembler:
             before, after = window, []
         return ChainView([head, before, conversation, after, suffix])
 
-
     def _system_message(self, text: str) -> Message:
         system = self._system
         if system is None or system.content != text:
