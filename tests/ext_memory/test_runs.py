@@ -415,3 +415,14 @@ def test_discovered_through_the_entry_point() -> None:
     assert isinstance(plugin, MemoryPlugin)
     assert plugin.manifest.bound.context_bands == {MEMORY_BAND}
     assert plugin.manifest.bound.tool_ids == {"remember", "recall", "forget"}
+
+
+async def test_the_injection_follows_a_memory_written_in_the_same_turn(memory_rig: Any) -> None:
+    """The injected text is reused step after step only while the memories stay the same."""
+    meal = "The user wants vegetarian meals on long flights"
+    rig = memory_rig([remember(WINDOW), remember(meal), "ok"])
+    await rig.run("Remember window seats and vegetarian meals on long flights.")
+    first, second, third = (memory_context(r) for r in rig.executor.requests)
+    assert first == []  # nothing stored yet
+    assert len(second) == 1 and WINDOW in second[0] and meal not in second[0]
+    assert len(third) == 1 and WINDOW in third[0] and meal in third[0]

@@ -70,6 +70,20 @@ def test_context_entries_reach_this_request_only_in_their_band(make_context):
     assert [m.text for m in ctx.transcript.view()] == ["question"]  # never in the transcript
 
 
+def test_a_re_staged_entry_shows_what_was_staged_last(make_context):
+    """Entries are parsed once per staged value: a changed value is what the next request shows."""
+    ctx = make_context()
+    ctx.transcript.append(Message.user("question"))
+    inference = Inference(ctx)
+    seen = []
+    for content in ("catalog v1", "catalog v1", "catalog v2"):
+        entry = ContextMessage(key="catalog", band="system", content=content)
+        ctx.engine.commit("test", [StagedCommand("p", inject(entry))])
+        seen.append(inference.request().messages[0].text)
+    base = ctx.config.instructions
+    assert seen == [f"{base}\n\ncatalog v1", f"{base}\n\ncatalog v1", f"{base}\n\ncatalog v2"]
+
+
 class Executor:
     def __init__(self, items: list[Any] | Exception) -> None:
         self.items = items

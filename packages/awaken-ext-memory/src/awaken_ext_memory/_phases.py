@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from awaken_runtime import (
     Band,
+    Command,
     ContextMessage,
     HookReaction,
     PhaseContext,
@@ -56,6 +57,9 @@ class _Query:
     records: object
     version: int
     content: str
+    command: Command | None = None
+    """The inject command of ``content``: built once per content (``None`` when it changed),
+    staged again every step (context entries last one request)."""
 
 
 QueryCache = OrderedDict[tuple[OwnerKey, str], _Query]
@@ -100,20 +104,24 @@ def injector(
                 hits = await ops.recall(key, records, cached.vector, config.top_k)
                 cached.content = render_memories(hits, with_tools=config.tools)
                 cached.records, cached.version = records, index.version
-            content = cached.content
+                cached.command = None
+            query = cached
         else:
             vector = (await ops.bank.embed([text]))[0]
             hits = await ops.recall(key, records, vector, config.top_k)
             content = render_memories(hits, with_tools=config.tools)
-            queries[slot] = _Query(text, vector, records, index.version, content)
+            query = queries[slot] = _Query(text, vector, records, index.version, content)
             while len(queries) > LIMIT:
                 queries.popitem(last=False)
-        if not content:
+        if not query.content:
             return None
-        message = ContextMessage(
-            key=CONTEXT_KEY, band=MEMORY_BAND, content=content, priority=config.priority
-        )
-        return HookReaction(commands=[inject(message)])
+        command = query.command
+        if command is None:
+            message = ContextMessage(
+                key=CONTEXT_KEY, band=MEMORY_BAND, content=query.content, priority=config.priority
+            )
+            command = query.command = inject(message)
+        return HookReaction(commands=[command])
 
     return before_inference
 

@@ -93,6 +93,10 @@ class _Gatekeeper:
         self.policy = config.policy()
         self._fingerprint = config.fingerprint()
         self._hidden: dict[tuple[str, ...], frozenset[str]] = {}
+        # A run's requests share one tool list object: its filter command is built once.
+        self._tools_seen: object = None
+        self._filter_owner = ""
+        self._filter: Command | None = None
 
     def owner(self, ctx: PhaseContext) -> str:
         """Whose remembered decisions count: this agent with this policy, unless shared."""
@@ -135,16 +139,20 @@ class _Gatekeeper:
         request = ctx.request
         if request is None:
             return None
-        names = tuple(t.id for t in request.tools)
-        hidden = self._hidden.get(names)
-        if hidden is None:
-            hidden = self.policy.hidden(names)
-            if len(self._hidden) > 256:
-                self._hidden.clear()
-            self._hidden[names] = hidden
-        if not hidden:
+        tools, plugin_id = request.tools, ctx.plugin_id or PLUGIN_ID
+        if tools is not self._tools_seen or plugin_id != self._filter_owner:
+            names = tuple(t.id for t in tools)
+            hidden = self._hidden.get(names)
+            if hidden is None:
+                hidden = self.policy.hidden(names)
+                if len(self._hidden) > 256:
+                    self._hidden.clear()
+                self._hidden[names] = hidden
+            self._filter = ToolFilter(hide=hidden).command(plugin_id) if hidden else None
+            self._tools_seen, self._filter_owner = tools, plugin_id
+        if self._filter is None:
             return None
-        return HookReaction(commands=[ToolFilter(hide=hidden).command(ctx.plugin_id or PLUGIN_ID)])
+        return HookReaction(commands=[self._filter])
 
     async def record(self, ctx: PhaseContext) -> HookReaction | None:
         call, output = ctx.tool_call, ctx.tool_output
@@ -168,7 +176,9 @@ class _Gatekeeper:
         if verdict.detail:
             entry["detail"] = verdict.detail
         stop: str | None = None
-        configured = self.policy.evaluate(call.name, call.arguments)
+        configured = verdict  # what the rules alone say: read only for a call a human decided
+        if decision is not None:
+            configured = self.policy.evaluate(call.name, call.arguments)
         if isinstance(decision, (Approve, Deny)) and configured.behavior is Behavior.ASK:
             # A human answered this call's ask (on resume): record who, and remember it.
             answer = "approve" if isinstance(decision, Approve) else "deny"

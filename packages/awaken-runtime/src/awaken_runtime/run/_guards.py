@@ -26,10 +26,7 @@ async def plugin_stop(ctx: RunContext, phases: PhaseEngine) -> str | None:
     hooks = ctx.agent.stop_conditions
     if not hooks:
         return None
-    results = await phases.call_all(
-        "STOP_CONDITION",
-        [(pid, bind(h, ctx.hook_context("stop_condition", pid))) for pid, h in hooks],
-    )
+    results = await phases.call_all("STOP_CONDITION", ctx.hook_calls("stop_condition", hooks))
     for pid, reason in results:
         if reason:
             return f"{pid}: {reason}"

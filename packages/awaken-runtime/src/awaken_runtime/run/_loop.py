@@ -29,7 +29,6 @@ from ..lifecycle._failures import (
     Phase,
     Stopped,
 )
-from ..lifecycle._observer import Leg
 from ..lifecycle._run_state import RunState
 from ..messages._call_ids import call_ids_of, prepare_calls
 from ..messages._message import Message, new_id
@@ -46,7 +45,6 @@ from ._answer import final_answer, step_metadata
 from ._ending import bound_failure, leg_result, run_record
 from ._guards import plugin_stop
 from ._inference import Inference
-from ._observing import observe_start
 from ._parking import close_open_calls, parked_record, ticket_parked_calls
 from ._phases import RUNTIME, PhaseEngine
 from ._request import request_only_clears
@@ -58,6 +56,7 @@ from ._wake import seed_actions
 
 if TYPE_CHECKING:
     from ..agents._resolve import ResolvedAgent
+    from ..lifecycle._observer import Leg
     from ..stores._thread_store import ScopeBinding, ThreadStore
 
 __all__ = ["AgentLoop"]
@@ -263,6 +262,8 @@ class AgentLoop:
         """Emit this leg's ``RunStart``; start its observation (``tickets``: those it answers)."""
         ctx = self.ctx
         if ctx.observer is not None:
+            from ._observing import observe_start  # only runs with an observer load it
+
             observe_start(ctx, ctx.observer, leg, tickets)
         if ctx.emit is not None:
             ctx.emit(

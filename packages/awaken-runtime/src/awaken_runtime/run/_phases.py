@@ -9,9 +9,7 @@ measure what a hook point costs.
 
 from __future__ import annotations
 
-import asyncio
-import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -32,8 +30,9 @@ from ..stores._errors import LeaseLost
 from ..stores._thread_store import RunRecord
 from ..suspension._suspension import ParkedRun
 from ._bounds import check_bound
+from ._dispatch import call_all
 from ._run_context import RunContext
-from ._signals import End, bind, bind2, fail, lease_lost, log
+from ._signals import End, bind2, fail, lease_lost, log
 
 __all__ = ["MAX_ACTION_ROUNDS", "RUNTIME", "PhaseEngine"]
 
@@ -115,34 +114,8 @@ class PhaseEngine:
 
     # -- hooks ---------------------------------------------------------------
 
-    async def call_all(
-        self, label: str, calls: list[tuple[str, Callable[[], Any]]]
-    ) -> list[tuple[str, Any]]:
-        """Run producer callables concurrently; results in producer order."""
-
-        async def one(plugin_id: str, fn: Callable[[], Any]) -> Any:
-            try:
-                result = fn()
-                if inspect.isawaitable(result):
-                    result = await result
-                return result
-            except End:
-                raise
-            except Exception as exc:
-                log.exception("plugin %r raised in %s", plugin_id, label)
-                raise fail(
-                    PluginFailure(
-                        plugin_id=plugin_id,
-                        hook=label,
-                        message=f"{type(exc).__name__}: {exc}",
-                    )
-                ) from exc
-
-        if len(calls) == 1:
-            pid, fn = calls[0]
-            return [(pid, await one(pid, fn))]
-        results = await asyncio.gather(*(one(pid, fn) for pid, fn in calls))
-        return [(pid, r) for (pid, _fn), r in zip(calls, results, strict=True)]
+    call_all = staticmethod(call_all)
+    """Run producer thunks of one point: eagerly, concurrently once one waits (``_dispatch``)."""
 
     def collect(
         self,
@@ -275,10 +248,7 @@ class PhaseEngine:
                 await self.after_commit(point)
             return _NO_MESSAGES
         batch = batch if batch is not None else []
-        reactions = await self.call_all(
-            point.name,
-            [(pid, bind(hook, ctx.hook_context(point, pid, **extra))) for pid, hook in hooks],
-        )
+        reactions = await self.call_all(point.name, ctx.hook_calls(point, hooks, **extra))
         messages = self.collect(point, reactions, batch, allow_messages=point is _AFTER_TOOL)
         if ctx.new_actions:
             batch.append(self.actions_command())

@@ -87,12 +87,17 @@ class RequestAssembler:
     the loop to stage them (``take_marks``).
     """
 
-    __slots__ = ("_base_system", "_instructions", "marks")
+    __slots__ = ("_base_system", "_instructions", "_parsed", "_system", "marks")
 
     def __init__(self, instructions: str) -> None:
         self._instructions = instructions
         self._base_system = [Message.system(instructions)] if instructions else []
         self.marks: dict[str, int] = {}
+        # Plugins re-stage the same entries step after step, and committed values are
+        # replaced, never mutated: an entry is parsed once per stored object, and the
+        # system message is rebuilt only when its text changes.
+        self._parsed: dict[str, tuple[object, ContextMessage]] = {}
+        self._system: Message | None = None
 
     def take_marks(self) -> dict[str, int]:
         """The injection steps not yet staged (and forget them)."""
@@ -109,12 +114,18 @@ class RequestAssembler:
         if not raw:
             return []
         due: list[ContextMessage] = []
+        parsed = self._parsed
         for key, data in raw.items():
-            try:
-                entry = ContextMessage.model_validate(data)
-            except ValidationError as exc:
-                log.warning("dropping malformed context message %r: %s", key, exc)
-                continue
+            hit = parsed.get(key)
+            if hit is not None and hit[0] is data:
+                entry = hit[1]
+            else:
+                try:
+                    entry = ContextMessage.model_validate(data)
+                except ValidationError as exc:
+                    log.warning("dropping malformed context message %r: %s", key, exc)
+                    continue
+                parsed[key] = (data, entry)
             if entry.cooldown_steps:
                 last = self.marks.get(entry.key)
                 if last is None and injected:
@@ -147,7 +158,7 @@ class RequestAssembler:
             bands[entry.band].append(entry)
         system_parts = [self._instructions] if self._instructions else []
         system_parts.extend(e.content for e in bands[Band.SYSTEM])
-        head = [Message.system("\n\n".join(system_parts))] if system_parts else []
+        head = [self._system_message("\n\n".join(system_parts))] if system_parts else []
         head.extend(_as_message(e) for e in bands[Band.SESSION])
         conversation = [_as_message(e) for e in bands[Band.CONVERSATION]]
         suffix = [_as_message(e) for e in bands[Band.SUFFIX]]
@@ -157,6 +168,12 @@ class RequestAssembler:
         else:
             before, after = window, []
         return ChainView([head, before, conversation, after, suffix])
+
+    def _system_message(self, text: str) -> Message:
+        system = self._system
+        if system is None or system.content != text:
+            system = self._system = Message.system(text)
+        return system
 
 
 def _as_message(entry: ContextMessage) -> Message:

@@ -25,6 +25,7 @@ from ..state._engine import CommittedBatch, StateEngine
 from ..tools._cancel import CancellationToken
 from ._output import OutputCheck
 from ._request import RequestAssembler
+from ._signals import bind
 
 if TYPE_CHECKING:
     from ..agents._resolve import ResolvedAgent
@@ -166,6 +167,7 @@ class RunContext:
         self.observer: RunObserver | None = None
         self.observation: RunObservation | None = None
         """This leg as the observer sees it (``None``: no observer, nothing is reported)."""
+        self._info: RunInfo | None = None
         self.trace: Mapping[str, str] = {}
         """Stored with each ticket this leg parks (``RunObservation.trace``)."""
 
@@ -189,16 +191,19 @@ class RunContext:
         return self.seq
 
     def info(self) -> RunInfo:
-        """The run's identity as hooks see it."""
-        binding = self.binding
-        return RunInfo(
-            run_id=self.run_id,
-            thread_id=binding.thread_id,
-            agent_id=self.config.id,
-            profile_id=binding.profile_id,
-            namespace=binding.namespace,
-            step=self.step,
-        )
+        """The run's identity as hooks see it (one object per step, shared by its hooks)."""
+        info = self._info
+        if info is None or info.step != self.step:
+            binding = self.binding
+            info = self._info = RunInfo(
+                run_id=self.run_id,
+                thread_id=binding.thread_id,
+                agent_id=self.config.id,
+                profile_id=binding.profile_id,
+                namespace=binding.namespace,
+                step=self.step,
+            )
+        return info
 
     def hook_context(
         self, point: PhaseHookPoint | str, plugin_id: str, **extra: Any
@@ -215,6 +220,40 @@ class RunContext:
             ticket=self.ticket,
             **extra,
         )
+
+    def hook_calls(
+        self,
+        point: PhaseHookPoint | str,
+        hooks: Sequence[tuple[str, Callable[[PhaseContext], Any]]],
+        **extra: Any,
+    ) -> list[tuple[str, Callable[[], Any]]]:
+        """The thunks running each of ``hooks`` at ``point`` on the same snapshot.
+
+        The snapshot, run info and transcript view are read once and shared;
+        each hook's context differs only in its ``plugin_id``.
+        """
+        store, info, view = self.engine.store, self.info(), self.transcript.view()
+        children, decision, ticket = self.children, self.decision, self.ticket
+        return [
+            (
+                pid,
+                bind(
+                    hook,
+                    PhaseContext(
+                        point,
+                        store,
+                        info,
+                        view,
+                        pid,
+                        children=children,
+                        decision=decision,
+                        ticket=ticket,
+                        **extra,
+                    ),
+                ),
+            )
+            for pid, hook in hooks
+        ]
 
     # -- usage ---------------------------------------------------------------
 

@@ -31,7 +31,7 @@ from ..suspension._suspension import SuspendCall
 from ..tools._tool import ToolCallContext, ToolOutput, ignore_progress
 from ._phases import PhaseEngine
 from ._run_context import Parked, RunContext
-from ._signals import End, bind, bind2, fail, interrupted, log
+from ._signals import End, bind2, fail, interrupted, log
 
 __all__ = ["Outcome", "ToolCallExecutor"]
 
@@ -162,11 +162,7 @@ class ToolCallExecutor:
         ctx = self.ctx
         label = "before_tool_execute"
         reactions = await self.phases.call_all(
-            "TOOL_OBSERVER",
-            [
-                (pid, bind(o, ctx.hook_context(label, pid, tool_call=call)))
-                for pid, o in ctx.agent.observers
-            ],
+            "TOOL_OBSERVER", ctx.hook_calls(label, ctx.agent.observers, tool_call=call)
         )
         self.phases.collect(label, reactions, batch)
 

@@ -13,9 +13,7 @@ from ..delegation._delegation import (
     MAX_DESCENDANTS,
     NativeDelegationService,
 )
-from ..lifecycle._observer import RunObserver
 from ..models._model import LlmExecutor, ModelSpec
-from ..plugins._discovery import Discovery, discover
 from ..plugins._plugin import Plugin
 from ..stores._thread_store import ThreadStore
 from ..tools._function_tool import FunctionTool
@@ -24,6 +22,9 @@ from ._runtime import Runtime
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from ..lifecycle._observer import RunObserver
+    from ..plugins._discovery import Discovery
 
 __all__ = ["AgentRuntimeBuilder"]
 
@@ -143,6 +144,8 @@ class AgentRuntimeBuilder:
         )
         found: Discovery | None = None
         if self._discover:
+            from ..plugins._discovery import discover  # entry points: only when asked for
+
             found = discover()
             for kind in ("plugins", "tools", "providers"):
                 table = getattr(reg, kind)

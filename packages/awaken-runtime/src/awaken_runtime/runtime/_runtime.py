@@ -7,7 +7,7 @@ import contextlib
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from .._errors import AgentConfigError, check_id
 from ..agents._resolve import ExecutableAgentSnapshot, Registries, ResolvedAgent, resolve_agent
@@ -18,11 +18,8 @@ from ..delegation._delegation import (
     RunDelegationService,
 )
 from ..lifecycle._events import AgentEvent
-from ..lifecycle._observer import RunObserver
 from ..lifecycle._run_state import RunState
 from ..messages._message import Message, new_id
-from ..plugins._actions import ScheduledAction
-from ..plugins._discovery import Discovery
 from ..run._loop import AgentLoop
 from ..run._resume import Resumer
 from ..stores._lease import LeaseGuard, guard_lease
@@ -39,6 +36,11 @@ from ._recovery import carry_on, recover, stranded, sweep
 from ._streaming import EventSink, stream_run
 from ._tickets import TicketLike, check_resume, load_parked, parse_decision, parse_ticket
 from ._warm import warm_up
+
+if TYPE_CHECKING:
+    from ..lifecycle._observer import RunObserver
+    from ..plugins._actions import ScheduledAction
+    from ..plugins._discovery import Discovery
 
 __all__ = ["OnAwait", "RunInput", "Runtime"]
 

@@ -36,6 +36,24 @@ def format_validation_error(tool_id: str, exc: ValidationError) -> str:
     return f"Invalid arguments for tool '{tool_id}': " + "; ".join(problems)
 
 
+def _parse_doc(text: str) -> tuple[str, Any]:
+    """A tool's description and its parsed docstring (``None`` for one line).
+
+    One line that is not a reST/epydoc field (``:param x:``, ``@param x:``)
+    holds no parameters: it is the description as written, and
+    ``docstring_parser`` (milliseconds to import) loads only for the rest.
+    """
+    if not text.strip():
+        return "", None
+    if "\n" not in text and not text.lstrip().startswith((":", "@")):
+        return text, None
+    import docstring_parser
+
+    doc = docstring_parser.parse(text)
+    parts = [doc.short_description or "", doc.long_description or ""]
+    return "\n\n".join(p for p in parts if p), doc
+
+
 def _to_content(value: Any) -> ToolOutput:
     if type(value) is str:  # the usual result, first
         return ToolOutput(content=value)
@@ -62,11 +80,9 @@ class FunctionTool:
         self.fn = fn
         self.threaded = threaded
         self._is_async = inspect.iscoroutinefunction(fn)
-        import docstring_parser  # on first tool definition, not at `import awaken_runtime`
-
         tool_id = name or fn.__name__
-        doc = docstring_parser.parse(inspect.getdoc(fn) or "")
-        param_docs = {p.arg_name: p.description for p in doc.params}
+        summary, doc = _parse_doc(inspect.getdoc(fn) or "")
+        param_docs = {p.arg_name: p.description for p in doc.params} if doc is not None else {}
         hints = get_type_hints(fn, include_extras=True)
         self._ctx_param: str | None = None
         fields: dict[str, Any] = {}
@@ -101,8 +117,7 @@ class FunctionTool:
             prop.pop("title", None)
         text = description
         if text is None:
-            parts = [doc.short_description or "", doc.long_description or ""]
-            text = "\n\n".join(p for p in parts if p)
+            text = summary
         self._descriptor = ToolDescriptor(id=tool_id, description=text, parameters=schema)
 
     @property

@@ -1,0 +1,271 @@
+"""The producers of one point: eager where they do not wait, concurrent once one waits.
+
+``call_all`` is what every hook point runs through (phase hooks, gates,
+observers, stop conditions, scheduled actions), so these tests drive it
+directly with mixed sets: hooks that never suspend, hooks that suspend midway,
+hooks that raise before or after suspending, and cancellation of the caller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from awaken_runtime import (
+    CancellationToken,
+    Cancelled,
+    CapabilityBound,
+    Command,
+    Contributions,
+    HookReaction,
+    PhaseContext,
+    PhaseHookPoint,
+    Scope,
+)
+from awaken_runtime.run._dispatch import call_all
+from awaken_runtime.run._phases import PhaseEngine
+from awaken_runtime.run._signals import End
+
+BI = PhaseHookPoint.BEFORE_INFERENCE
+
+Calls = list[tuple[str, Callable[[], Any]]]
+
+
+async def quick(log: list[str], name: str) -> str:
+    log.append(f"{name} ran")
+    return name
+
+
+def failure(raised: pytest.ExceptionInfo[End]) -> Any:
+    return raised.value.cause.failure
+
+
+async def test_hooks_that_never_wait_run_in_the_calling_task_in_order() -> None:
+    me = asyncio.current_task()
+    seen: list[Any] = []
+
+    async def hook(name: str) -> str:
+        seen.append((name, asyncio.current_task() is me))
+        return name
+
+    def plain() -> str:  # a synchronous producer (a gate may be one)
+        return "plain"
+
+    calls: Calls = [("a", lambda: hook("a")), ("p", plain), ("b", lambda: hook("b"))]
+    assert await call_all("X", calls) == [("a", "a"), ("p", "plain"), ("b", "b")]
+    assert seen == [("a", True), ("b", True)]
+
+
+async def test_a_hook_that_awaits_midway_runs_with_the_later_ones_concurrently() -> None:
+    """The first waits for an event a later hook sets: deadlocks unless both are in flight."""
+    later_ran = asyncio.Event()
+    log: list[str] = []
+
+    async def waits() -> str:
+        log.append("waits started")
+        await asyncio.wait_for(later_ran.wait(), timeout=5)
+        log.append("waits finished")
+        return "waited"
+
+    async def sets() -> str:
+        log.append("sets ran")
+        later_ran.set()
+        await asyncio.sleep(0)
+        return "set"
+
+    calls: Calls = [
+        ("first", lambda: quick(log, "first")),
+        ("waits", waits),
+        ("sync-after", lambda: quick(log, "sync-after")),
+        ("sets", sets),
+    ]
+    results = await call_all("X", calls)
+    # producer order, whatever finished first
+    assert results == [
+        ("first", "first"),
+        ("waits", "waited"),
+        ("sync-after", "sync-after"),
+        ("sets", "set"),
+    ]
+    assert log.index("waits started") < log.index("sets ran") < log.index("waits finished")
+
+
+async def test_a_future_returned_by_a_producer_is_awaited() -> None:
+    future = asyncio.get_running_loop().create_future()
+    asyncio.get_running_loop().call_soon(future.set_result, "late")
+    assert await call_all("X", [("f", lambda: future), ("g", lambda: "now")]) == [
+        ("f", "late"),
+        ("g", "now"),
+    ]
+
+
+async def test_a_hook_raising_before_it_awaits_fails_the_point_and_later_hooks_never_start() -> (
+    None
+):
+    log: list[str] = []
+
+    async def bad() -> None:
+        raise ValueError("before any await")
+
+    calls: Calls = [
+        ("ok", lambda: quick(log, "ok")),
+        ("bad", bad),
+        ("after", lambda: quick(log, "after")),
+    ]
+    with pytest.raises(End) as raised:
+        await call_all("STEP_START", calls)
+    found = failure(raised)
+    assert (found.plugin_id, found.hook) == ("bad", "STEP_START")
+    assert "ValueError: before any await" in found.message
+    assert isinstance(raised.value.__cause__, ValueError)
+    assert log == ["ok ran"]
+
+
+async def test_a_hook_raising_after_it_awaited_fails_the_point_and_cancels_the_waiting_ones() -> (
+    None
+):
+    cancelled: list[str] = []
+    never = asyncio.Event()
+
+    async def bad() -> None:
+        await asyncio.sleep(0)
+        raise KeyError("after an await")
+
+    async def stuck(name: str) -> None:
+        try:
+            await never.wait()
+        except asyncio.CancelledError:
+            cancelled.append(name)
+            raise
+
+    # the raiser suspends first (it continues in the calling task) ...
+    with pytest.raises(End) as raised:
+        await call_all("X", [("bad", bad), ("stuck", lambda: stuck("stuck"))])
+    assert failure(raised).plugin_id == "bad" and "KeyError" in failure(raised).message
+    assert cancelled == ["stuck"]
+    # ... or a later one raises (in its own task) while the first still waits
+    with pytest.raises(End) as raised:
+        await call_all("X", [("stuck", lambda: stuck("first")), ("bad", bad)])
+    assert failure(raised).plugin_id == "bad"
+    assert cancelled == ["stuck", "first"]
+    assert asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]
+
+
+async def test_cancelling_the_caller_during_a_mixed_set_cancels_every_waiting_hook() -> None:
+    cancelled: list[str] = []
+    both_waiting = asyncio.Event()
+    arrived: list[str] = []
+    never = asyncio.Event()
+
+    async def waiting(name: str) -> None:
+        arrived.append(name)
+        if len(arrived) == 2:
+            both_waiting.set()
+        try:
+            await never.wait()
+        except asyncio.CancelledError:
+            cancelled.append(name)
+            raise
+
+    log: list[str] = []
+    calls: Calls = [
+        ("sync", lambda: quick(log, "sync")),
+        ("w1", lambda: waiting("w1")),
+        ("w2", lambda: waiting("w2")),
+    ]
+    task = asyncio.create_task(call_all("X", calls))
+    await asyncio.wait_for(both_waiting.wait(), timeout=5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert sorted(cancelled) == ["w1", "w2"] and log == ["sync ran"]
+    assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []
+
+
+@pytest.mark.parametrize("position", ["first to wait", "started later"])
+async def test_a_hook_timeout_scope_times_out_inside_that_hook(position: str) -> None:
+    """``asyncio.timeout`` belongs to the task the hook runs in, eager start or not."""
+    never = asyncio.Event()
+    release = asyncio.Event()
+
+    async def timed() -> str:
+        try:
+            async with asyncio.timeout(0.01):
+                await never.wait()
+        except TimeoutError:
+            release.set()
+            return "timed out"
+        return "not reached"
+
+    async def patient() -> str:
+        await asyncio.wait_for(release.wait(), timeout=5)
+        return "released"
+
+    calls: Calls = [("timed", timed), ("patient", patient)]
+    if position == "started later":
+        calls.reverse()
+    results = dict(await call_all("X", calls))
+    assert results == {"timed": "timed out", "patient": "released"}
+    assert asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]
+
+
+async def test_a_mixed_phase_commits_every_hooks_commands_on_one_snapshot(
+    make_context: Any, make_plugin: Any
+) -> None:
+    seen: list[Any] = []
+
+    def plugin(pid: str, waits: bool) -> Any:
+        async def hook(ctx: PhaseContext) -> HookReaction:
+            if waits:
+                await asyncio.sleep(0)
+            seen.append((ctx.plugin_id, ctx.store.get_value("sync", Scope.RUN)))
+            return HookReaction(commands=[Command.set(pid, ctx.run.step, scope=Scope.RUN)])
+
+        return make_plugin(
+            pid,
+            CapabilityBound(phase_hooks={BI}, state_keys=[f"run:{pid}"]),
+            Contributions(phase_hooks={BI: hook}),
+        )
+
+    ctx = make_context(plugins=[plugin("sync", False), plugin("slow", True), plugin("tail", False)])
+    await PhaseEngine(ctx).phase(BI)
+    # every hook saw the pre-phase snapshot, eager or not, and one batch holds all three
+    assert sorted(seen) == [("slow", None), ("sync", None), ("tail", None)]
+    assert len(ctx.pending) == 1
+    assert sorted(p for p, _c in ctx.pending[0].entries) == ["slow", "sync", "tail"]
+
+
+async def test_a_cancel_during_a_mixed_phase_ends_the_run_at_its_boundary(
+    make_runtime: Any, make_plugin: Any
+) -> None:
+    """Hooks are not interrupted: the phase finishes, then the run ends ``Cancelled``."""
+    point = PhaseHookPoint.STEP_START
+    token = CancellationToken()
+    release = asyncio.Event()
+    ran: list[str] = []
+
+    async def eager(ctx: PhaseContext) -> None:
+        ran.append("eager")
+
+    async def waits(ctx: PhaseContext) -> None:
+        await asyncio.wait_for(release.wait(), timeout=5)
+        ran.append("waits")
+
+    async def cancels(ctx: PhaseContext) -> None:
+        await asyncio.sleep(0)
+        token.cancel("user pressed stop")
+        release.set()
+        ran.append("cancels")
+
+    plugins = [
+        make_plugin(pid, {"phase_hooks": {point}}, Contributions(phase_hooks={point: fn}))
+        for pid, fn in (("eager", eager), ("waits", waits), ("cancels", cancels))
+    ]
+    rig = make_runtime(["never"], plugins=plugins)
+    state = await rig.run("go", thread_id="t", cancel=token)
+    assert state.end_cause == Cancelled(), state.end_cause
+    assert sorted(ran) == ["cancels", "eager", "waits"]
+    assert rig.executor.calls == 0  # the step never reached inference
