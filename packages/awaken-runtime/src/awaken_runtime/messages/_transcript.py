@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from itertools import chain, islice
 from typing import Annotated, Literal, TypeAlias, overload
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
@@ -82,9 +83,8 @@ class MessageView(Sequence[Message]):
         return self._items[self._start + index]
 
     def __iter__(self) -> Iterator[Message]:
-        items = self._items
-        for i in range(self._start, self._stop):
-            yield items[i]
+        # A C-level iterator: the executor walks every request's messages each step.
+        return islice(self._items, self._start, self._stop)
 
     @property
     def start(self) -> int:
@@ -148,8 +148,7 @@ class ChainView(JoinedView):
         raise IndexError("message index out of range")  # pragma: no cover
 
     def __iter__(self) -> Iterator[Message]:
-        for segment in self._segments:
-            yield from segment
+        return chain.from_iterable(self._segments)
 
 
 class HeadedView(JoinedView):
@@ -173,10 +172,7 @@ class HeadedView(JoinedView):
         return self._items[index - self._split]
 
     def __iter__(self) -> Iterator[Message]:
-        yield from self._head
-        items = self._items
-        for i in range(self._len - self._split):
-            yield items[i]
+        return chain(self._head, islice(self._items, self._len - self._split))
 
 
 class Transcript:

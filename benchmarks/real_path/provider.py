@@ -1,0 +1,431 @@
+"""Provider path: the LiteLLM executor against the local test server, on the SQLite store.
+
+One run of S steps (S = 10 and 100) on a thread that already holds H = 0,
+1,000 or 10,000 messages. The model is the project's local OpenAI-compatible
+test server (``tests/runtime/models/litellm/openai_server.py``), started in
+another process, which answers every request with one tool call (a fresh
+call id each time), so each step streams a call, runs the tool and commits
+the step to SQLite; the run ends at ``max_steps``.
+
+What is measured, in this process only (the server's CPU is not):
+
+* ``awaken us/step``: the process's CPU between the first and the last
+  inference of the run divided by S - 1 (run start and thread load are
+  reported apart, in ``run start ms``), minus the provider client's CPU;
+* ``client us/step``: the CPU spent inside the provider client on those
+  steps: ``litellm.acompletion`` (litellm's request handling, the OpenAI
+  client, the JSON body, the HTTP request) and each streamed chunk's
+  ``__anext__``, and the CPU of litellm's own threads (its logging pool),
+  of its background tasks on the event loop and of what it runs in the
+  loop's default executor; with it ``body KB`` (the request's messages as JSON) and
+  ``body json us`` (``json.dumps`` of them, timed apart: the floor of the
+  body's serialization).
+
+``gc us/step`` is the cyclic collector's share of awaken's figure (it runs
+when allocations pile up, mostly litellm's, and its cost grows with the
+heap), reported apart with awaken's figure without it.
+
+Cells run interleaved, a few rounds; the median round is reported. Check: at
+10,000 messages awaken's CPU per step is within 1.5x of 0 messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections.abc
+import concurrent.futures
+import contextlib
+import functools
+import gc
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import types
+from pathlib import Path
+from typing import Any
+
+from _section import cpu_seconds, emit, parse
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVER_DIR = ROOT / "tests" / "runtime" / "models" / "litellm"
+HISTORY = (0, 1_000, 10_000)
+STEPS = (10, 100)
+
+# The test server, answering every request with a tool call under a fresh id and
+# keeping no record of the requests (10,000-message bodies would pile up).
+SERVER = """
+import itertools, sys, threading
+sys.path.insert(0, sys.argv[1])
+from openai_server import OpenAIServer, Reply, ToolCallSpec, UsageSpec
+
+class Server(OpenAIServer):
+    counter = itertools.count(1)
+
+    def _record(self, recorded):
+        pass
+
+    def _next_reply(self):
+        n = next(self.counter)
+        call = ToolCallSpec(id=f"call_{n}", name="echo", arguments='{"text": "step %d"}' % n)
+        return Reply(tool_calls=[call], usage=UsageSpec(20, 8), chunk_size=64)
+
+server = Server().start()
+print(f"serving {server.base_url}", flush=True)
+threading.Event().wait()
+"""
+
+
+def _client_threads_cpu() -> float:
+    """CPU of litellm's own threads (its logging pool) so far."""
+    total = 0.0
+    for thread in threading.enumerate():
+        client = thread.name.startswith(("litellm", "AnyIO worker"))
+        if client and thread.ident is not None:
+            with contextlib.suppress(OSError, OverflowError):  # the thread just ended
+                total += time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
+    return total
+
+
+class ClientMeter:
+    """CPU spent inside the provider client, and when each inference started."""
+
+    def __init__(self) -> None:
+        self.client = 0.0
+        self.inside = False
+        self.threads = 0.0  # litellm's work in the loop's default executor
+        self.lock = threading.Lock()
+        self.gc = 0.0  # the collector's CPU on the main thread outside client windows
+        self.gc_at_start: list[float] = []
+        self._gc_start = 0.0
+        self.starts: list[float] = []
+        self.client_at_start: list[float] = []
+        self.body: list[dict[str, Any]] | None = None
+        gc.callbacks.append(self._on_gc)
+
+    def _on_gc(self, phase: str, info: dict[str, Any]) -> None:
+        if threading.current_thread() is not threading.main_thread() or self.inside:
+            return
+        if phase == "start":
+            self._gc_start = time.thread_time()
+        else:
+            self.gc += time.thread_time() - self._gc_start
+
+    def install(self, litellm: Any) -> None:
+        real = litellm.acompletion
+        meter = self
+
+        async def acompletion(**kwargs: Any) -> Any:
+            meter.starts.append(cpu_seconds())
+            meter.gc_at_start.append(meter.gc)
+            with meter.lock:
+                threads = meter.threads
+            meter.client_at_start.append(meter.client + threads + _client_threads_cpu())
+            start = time.thread_time()  # the client's threads are counted apart
+            meter.body = kwargs.get("messages")
+            meter.inside = True
+            try:
+                response = await real(**kwargs)
+            finally:
+                meter.inside = False
+            meter.client += time.thread_time() - start
+            return _TimedStream(response, meter)
+
+        litellm.acompletion = acompletion
+
+
+class _MeteredCoroutine(collections.abc.Coroutine[Any, Any, Any]):
+    """A background task litellm started (its logging): each resumption is client CPU."""
+
+    def __init__(self, coro: Any, meter: ClientMeter) -> None:
+        self._coro = coro
+        self._meter = meter
+
+    def send(self, value: Any) -> Any:
+        return self._metered(self._coro.send, value)
+
+    def throw(self, *exc: Any) -> Any:
+        return self._metered(self._coro.throw, *exc)
+
+    def _metered(self, fn: Any, *args: Any) -> Any:
+        meter = self._meter
+        if meter.inside:  # a client window is open: it counts this already
+            return fn(*args)
+        start = time.thread_time()
+        try:
+            return fn(*args)
+        finally:
+            meter.client += time.thread_time() - start
+
+    def close(self) -> None:
+        self._coro.close()
+
+    def __await__(self) -> Any:
+        return self._coro.__await__()
+
+
+def _is_client(fn: Any, args: tuple[Any, ...]) -> bool:
+    while True:  # run_in_executor(partial(ctx.run, partial(func, ...)))
+        if isinstance(fn, functools.partial):
+            fn, args = fn.func, (*fn.args, *args)
+        elif isinstance(fn, types.BuiltinMethodType) and fn.__name__ == "run" and args:
+            fn, args = args[0], args[1:]  # Context.run(func, ...)
+        else:
+            break
+    fn = getattr(fn, "__func__", fn)
+    return "litellm" in str(getattr(fn, "__module__", ""))
+
+
+class _MeteredExecutor(concurrent.futures.ThreadPoolExecutor):
+    """The loop's default executor; what litellm runs in it is client CPU."""
+
+    def __init__(self, meter: ClientMeter) -> None:
+        super().__init__()
+        self._meter = meter
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        if not _is_client(fn, args):
+            return super().submit(fn, *args, **kwargs)
+        meter = self._meter
+
+        def run() -> Any:
+            start = time.thread_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                with meter.lock:
+                    meter.threads += time.thread_time() - start
+
+        return super().submit(run)
+
+
+def install_task_meter(meter: ClientMeter) -> None:
+    """Count the CPU of tasks whose coroutine is litellm's (and what litellm runs in the
+    loop's default executor) as the client's."""
+    asyncio.get_running_loop().set_default_executor(_MeteredExecutor(meter))
+
+    def factory(loop: Any, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
+        code = getattr(coro, "cr_code", None)
+        if code is not None and "litellm" in code.co_filename:
+            coro = _MeteredCoroutine(coro, meter)
+        return asyncio.Task(coro, loop=loop, **kwargs)
+
+    asyncio.get_running_loop().set_task_factory(factory)
+
+
+class _TimedStream:
+    """The streamed response, each chunk's wait counted as client CPU."""
+
+    def __init__(self, inner: Any, meter: ClientMeter) -> None:
+        self._inner = inner
+        self._iter = inner.__aiter__()
+        self._meter = meter
+
+    def __aiter__(self) -> _TimedStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        start = time.thread_time()
+        self._meter.inside = True
+        try:
+            return await self._iter.__anext__()
+        finally:
+            self._meter.inside = False
+            self._meter.client += time.thread_time() - start
+
+    async def aclose(self) -> None:
+        close = getattr(self._inner, "aclose", None)
+        if close is not None:
+            await close()
+
+
+def _start_server() -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SERVER, str(SERVER_DIR)], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    base = proc.stdout.readline().rsplit(" ", 1)[-1].strip()
+    if not base.startswith("http://127.0.0.1:"):
+        proc.kill()
+        raise SystemExit(f"test server did not start: {base!r}")
+    return proc, base
+
+
+def _history(n: int) -> list[Any]:
+    """``n`` messages: user turns, tool exchanges and answers of realistic length."""
+    from awaken_runtime import Message, ToolCall
+
+    text = "the model reads the thread and answers the user about the plan " * 3
+    out: list[Any] = []
+    i = 0
+    while len(out) < n:
+        kind = i % 4
+        if kind == 0:
+            out.append(Message.user(f"question {i}: {text}"))
+        elif kind == 1:
+            call = ToolCall(id=f"hist_{i}", name="echo", arguments={"text": f"look up {i}"})
+            out.append(Message.assistant(None, [call]))
+            out.append(Message.tool(call.id, f"result {i}: {text}", name="echo"))
+        else:
+            out.append(Message.assistant(f"answer {i}: {text}"))
+        i += 1
+    while n and out[n - 1].tool_calls:  # never end on a call without its result
+        n += 1
+    return out[:n]
+
+
+async def _seed(store: Any, thread_id: str, n: int) -> None:
+    from awaken_runtime.stores import ScopeBinding
+
+    binding = ScopeBinding(thread_id, "default", "default")
+    messages = _history(n) if n else []
+    version = 0
+    for lo in range(0, len(messages), 1000):
+        version = await store.commit(binding, version, messages[lo : lo + 1000], [])
+
+
+def _runtime(store: Any, base: str, steps: int) -> Any:
+    from awaken_runtime import AgentConfig, AgentRuntimeBuilder, LiteLLMExecutor, ModelSpec, tool
+
+    @tool
+    def echo(text: str) -> str:
+        """Echo the text."""
+        return text
+
+    executor = LiteLLMExecutor()
+    spec = ModelSpec(id="m", provider="litellm", model="openai/local-model", api_base=base)
+    config = AgentConfig(id="a", model_binding="m", tool_ids=["echo"], max_steps=steps)
+    return (
+        AgentRuntimeBuilder(discover=False)
+        .with_tool(echo)
+        .with_model(spec)
+        .with_provider("litellm", executor)
+        .with_agent_spec(config)
+        .with_store(store)
+        .build()
+    )
+
+
+async def _cell(store: Any, base: str, meter: ClientMeter, h: int, s: int, n: int) -> list[float]:
+    """One run of ``s`` steps on a fresh thread of ``h`` messages."""
+    thread_id = f"t{h}-{s}-{n}"
+    await _seed(store, thread_id, h)
+    runtime = _runtime(store, base, s)
+    meter.starts.clear()
+    meter.client_at_start.clear()
+    meter.gc_at_start.clear()
+    gc.collect()  # each cell starts from the same collector state
+    start = cpu_seconds()
+    state = await runtime.run("a", "go", thread_id=thread_id)
+    assert len(meter.starts) == s, (state.end_cause, len(meter.starts))
+    steps = s - 1
+    total = meter.starts[-1] - meter.starts[0]
+    client = meter.client_at_start[-1] - meter.client_at_start[0]
+    collector = meter.gc_at_start[-1] - meter.gc_at_start[0]
+    body = json.dumps(meter.body)
+    t0 = time.perf_counter()
+    json.dumps(meter.body)
+    dumps = time.perf_counter() - t0
+    return [
+        (total - client) / steps * 1e6,
+        (total - client - collector) / steps * 1e6,
+        collector / steps * 1e6,
+        client / steps * 1e6,
+        len(body) / 1024,
+        dumps * 1e6,
+        (meter.starts[0] - start) * 1e3,
+    ]
+
+
+async def _main(quick: bool) -> tuple[list[list[Any]], list[tuple[str, bool]]]:
+    from awaken_runtime import LiteLLMExecutor
+    from awaken_runtime.models.litellm._executor import import_litellm
+    from awaken_runtime.stores import SQLiteStore
+
+    await LiteLLMExecutor().warm_up()
+    meter = ClientMeter()
+    meter.install(import_litellm())
+    install_task_meter(meter)
+    rounds = 1 if quick else 3
+    steps = (10,) if quick else STEPS
+    proc, base = _start_server()
+    samples: dict[tuple[int, int], list[list[float]]] = {}
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            store = SQLiteStore(Path(tmp) / "awaken.db")
+            await _cell(store, base, meter, 0, 10, -1)  # warm: first connections, imports
+            for r in range(rounds):
+                for s in steps:
+                    for h in HISTORY:
+                        samples.setdefault((h, s), []).append(
+                            await _cell(store, base, meter, h, s, r)
+                        )
+            await store.close()
+    finally:
+        proc.kill()
+        proc.wait()
+    rows = []
+    awaken: dict[tuple[int, int], float] = {}
+    own: dict[tuple[int, int], float] = {}
+    for (h, s), cells in sorted(samples.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        median = [statistics.median(col) for col in zip(*cells, strict=True)]
+        awaken[h, s] = median[0]
+        own[h, s] = median[1]
+        rows.append([h, s, *median])
+    checks = []
+    for s in steps:
+        ratio = awaken[10_000, s] / awaken[0, s]
+        checks.append(
+            (f"S={s}: awaken CPU/step at 10,000 messages <= 1.5x at 0 ({ratio:.2f}x)", ratio <= 1.5)
+        )
+        ratio = own[10_000, s] / own[0, s]
+        checks.append(
+            (
+                f"S={s}: awaken CPU/step without the collector at 10,000 <= 1.5x at 0 "
+                f"({ratio:.2f}x)",
+                ratio <= 1.5,
+            )
+        )
+    for row in rows:
+        row.append(awaken[row[0], row[1]] / awaken[0, row[1]])
+        row.append(own[row[0], row[1]] / own[0, row[1]])
+    return rows, checks
+
+
+def main() -> None:
+    args = parse(__doc__)
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    rows, checks = asyncio.run(_main(args.quick))
+    emit(
+        args,
+        title="LiteLLM executor + local OpenAI-compatible server (other process) + SQLite",
+        columns=[
+            "history",
+            "S",
+            "awaken us/step",
+            "w/o gc us/step",
+            "gc us/step",
+            "client us/step",
+            "body KB",
+            "body json us",
+            "run start ms",
+            "awaken vs 0",
+            "w/o gc vs 0",
+        ],
+        rows=rows,
+        checks=checks,
+        notes=[
+            "awaken = this process's CPU per step minus the provider client's (litellm + "
+            "openai + httpx, incl. the body's JSON); median of the rounds",
+            "gc = the cyclic collector's CPU outside the client's windows (counted in awaken; "
+            "it grows with the heap, which litellm's per-request copies of the body fill)",
+        ],
+    )
+
+
+if __name__ == "__main__":
+    main()
