@@ -19,6 +19,7 @@ __all__ = [
     "KeepLast",
     "MessageView",
     "Transcript",
+    "as_list",
 ]
 
 
@@ -91,6 +92,10 @@ class MessageView(Sequence[Message]):
         """Index of the first message of the view in the transcript."""
         return self._start
 
+    def as_list(self) -> list[Message]:
+        """The messages as a new list (one C-level copy)."""
+        return self._items[self._start : self._stop]
+
 
 class JoinedView(Sequence[Message]):
     """A read-only message sequence joined from parts, without copying.
@@ -150,6 +155,13 @@ class ChainView(JoinedView):
     def __iter__(self) -> Iterator[Message]:
         return chain.from_iterable(self._segments)
 
+    def as_list(self) -> list[Message]:
+        """The messages as a new list (C-level copies of each segment)."""
+        out: list[Message] = []
+        for segment in self._segments:
+            out += as_list(segment)
+        return out
+
 
 class HeadedView(JoinedView):
     """``head`` followed by the first ``stop`` transcript messages, without copying.
@@ -173,6 +185,19 @@ class HeadedView(JoinedView):
 
     def __iter__(self) -> Iterator[Message]:
         return chain(self._head, islice(self._items, self._len - self._split))
+
+    def as_list(self) -> list[Message]:
+        """The messages as a new list (C-level copies)."""
+        return [*self._head, *self._items[: self._len - self._split]]
+
+
+def as_list(messages: Sequence[Message]) -> list[Message]:
+    """``messages`` as a list: the list itself, a view's C-level copy, else ``list()``."""
+    if isinstance(messages, list):
+        return messages
+    if isinstance(messages, (MessageView, ChainView, HeadedView)):
+        return messages.as_list()
+    return list(messages)
 
 
 class Transcript:

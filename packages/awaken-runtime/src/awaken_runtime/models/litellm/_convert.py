@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...messages._message import PROVIDER_CALL_IDS, Message, openai_message, to_openai
+from ...messages._transcript import as_list
 
 __all__ = ["ConvertedMessages"]
 
@@ -80,7 +81,8 @@ class _Run:
 def _same_run(msgs: list[Message], i: int, src: list[Message], p: int) -> int:
     """How many messages from ``msgs[i]`` on are ``src[p]`` on (identical or equal)."""
     m = min(len(msgs) - i, len(src) - p)
-    if msgs[i : i + m] == src[p : p + m]:  # the usual case: one C-level comparison
+    theirs = src if p == 0 and m == len(src) else src[p : p + m]  # no copy in the usual case
+    if msgs[i : i + m] == theirs:  # the usual case: one C-level comparison
         return m
     lo = 0
     while True:  # the runs differ somewhere: find where, a chunk at a time
@@ -109,7 +111,7 @@ class ConvertedMessages:
 
     def convert(self, run_id: str, messages: Sequence[Message]) -> list[dict[str, Any]]:
         """The OpenAI dicts of ``messages``, the request of run ``run_id`` (a fresh list)."""
-        msgs = messages if isinstance(messages, list) else list(messages)
+        msgs = as_list(messages)
         if len(msgs) > self.max_messages:
             return to_openai(msgs)
         run = self._runs.get(run_id)
@@ -163,7 +165,7 @@ class ConvertedMessages:
                 if fresh:  # the reused dicts would need those ids
                     return None
                 m = _same_run(msgs, i, src, p)
-                result += out[p : p + m]
+                result += out if p == 0 and m == len(out) else out[p : p + m]
                 i += m
                 tail, end = i, p + m
                 continue
