@@ -111,11 +111,23 @@ def test_another_conversation_under_the_same_run_id() -> None:
     _check(cache, "", [Message.user("two")])
 
 
-def test_the_result_is_a_fresh_list() -> None:
+@pytest.mark.parametrize("headed", [False, True])
+def test_a_changed_result_does_not_leak_into_the_next_request(headed: bool) -> None:
+    system = Message.system("sys")
     items = [Message.user("hi"), *_step(0)]
     cache = ConvertedMessages()
-    cache.convert("r", items).append({"role": "user", "content": "mutated"})
-    _check(cache, "r", items)
+
+    def request() -> Any:
+        return HeadedView([system], items, len(items)) if headed else [system, *items]
+
+    _check(cache, "r", request())
+    got = cache.convert("r", request())
+    got.append({"role": "user", "content": "appended"})
+    got[1] = {"role": "user", "content": "replaced"}
+    items.extend(_step(1))
+    _check(cache, "r", request())
+    cache.convert("r", request()).pop()
+    _check(cache, "r", request())
 
 
 def test_memory_is_bounded() -> None:

@@ -190,6 +190,10 @@ class HeadedView(JoinedView):
         """The messages as a new list (C-level copies)."""
         return [*self._head, *self._items[: self._len - self._split]]
 
+    def parts(self) -> tuple[Sequence[Message], list[Message], int]:
+        """``(head, transcript list, stop)``: the view is ``head + transcript[:stop]``."""
+        return self._head, self._items, self._len - self._split
+
 
 def as_list(messages: Sequence[Message]) -> list[Message]:
     """``messages`` as a list: the list itself, a view's C-level copy, else ``list()``."""

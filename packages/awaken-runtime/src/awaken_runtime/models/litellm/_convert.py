@@ -18,6 +18,12 @@ the request's messages:
   a tool result depends on the messages before it) reuses only a request
   that starts with all of ``src``; anything else is converted whole.
 
+The usual request, the system prompt followed by the whole transcript (a
+``HeadedView``), costs no pass over its messages at all: one C-level
+comparison of the transcript list with the run's copy of it (pointers only,
+so no message object is touched) and the run's own list of dicts handed
+out, itself compared with a private copy at the next request.
+
 Memory is bounded: at most ``max_runs`` runs and ``max_messages`` messages
 over all of them, least recently used dropped first. The dicts are shared
 between requests: litellm reads them and copies what it changes (the
@@ -31,7 +37,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...messages._message import PROVIDER_CALL_IDS, Message, openai_message, to_openai
-from ...messages._transcript import as_list
+from ...messages._transcript import HeadedView, as_list
 
 __all__ = ["ConvertedMessages"]
 
@@ -45,9 +51,15 @@ _CHUNK = 512
 class _Run:
     """One run's converted messages: ``out[i]`` is ``src[i]`` converted."""
 
-    __slots__ = ("ids", "out", "src", "where")
+    __slots__ = ("handed", "ids", "out", "shadow", "src", "tail", "where")
 
     def __init__(self) -> None:
+        # When src is a HeadedView's head + transcript: (the transcript list, how many
+        # of it src holds, a copy of those), and the dicts handed out for it (``handed``,
+        # which the receiver may change) beside a private copy (``shadow``).
+        self.tail: tuple[list[Message], int, list[Message]] | None = None
+        self.handed: list[dict[str, Any]] = []
+        self.shadow: list[dict[str, Any]] = []
         self.src: list[Message] = []
         self.out: list[dict[str, Any]] = []
         self.where: dict[int, int] = {}  # id(message) -> index; src keeps the objects alive
@@ -110,7 +122,11 @@ class ConvertedMessages:
         return self._held
 
     def convert(self, run_id: str, messages: Sequence[Message]) -> list[dict[str, Any]]:
-        """The OpenAI dicts of ``messages``, the request of run ``run_id`` (a fresh list)."""
+        """The OpenAI dicts of ``messages``, the request of run ``run_id``.
+
+        The list is the caller's to read (litellm copies what it changes); a
+        change to it is noticed at the run's next request and not repeated.
+        """
         msgs = as_list(messages)
         if len(msgs) > self.max_messages:
             return to_openai(msgs)
@@ -120,6 +136,11 @@ class ConvertedMessages:
         else:
             self._runs.move_to_end(run_id)
         before = len(run.src)
+        if isinstance(messages, HeadedView):
+            result = self._headed(run, messages)
+            if result is not None:
+                self._held += len(run.src) - before
+                return result
         result = self._prefix(run, msgs) if run.ids else self._pieces(run, msgs)
         if result is None:  # renamed calls in a request that is not a plain append
             result = to_openai(msgs)
@@ -128,6 +149,48 @@ class ConvertedMessages:
         while runs and (self._held > self.max_messages or len(runs) > self.max_runs):
             _, dropped = runs.popitem(last=False)
             self._held -= len(dropped.src)
+        return result
+
+    @staticmethod
+    def _headed(run: _Run, view: HeadedView) -> list[dict[str, Any]] | None:
+        """The usual request (system prompt + transcript) after the same run's last one.
+
+        The transcript part is checked with one C-level comparison of the whole
+        transcript list (pointers only: no message is touched), and the list
+        handed out is the run's own, checked against a private copy next time
+        (whoever received it may have changed it); only new messages cost more.
+        """
+        head, items, stop = view.parts()
+        tail, run.tail = run.tail, None
+        size = len(head)
+        if tail is not None and tail[0] is items and tail[1] <= stop == len(items):
+            transcript, k = tail[2], tail[1]
+            fits = len(run.src) == size + k
+            fits = fits and all(a is b for a, b in zip(head, run.src[:size], strict=True))
+            if fits:
+                transcript += items[k:]
+                if items == transcript:  # the history the run sent is still there, as it was
+                    if run.handed != run.shadow:  # the receiver changed it: hand out a copy
+                        run.handed = list(run.shadow)
+                    if stop > k:
+                        new = transcript[k:]
+                        ids = dict(run.ids)
+                        converted = [openai_message(m, ids) for m in new]
+                        run.keep(new, converted, ids)
+                        run.shadow += converted
+                        run.handed += converted
+                    run.tail = (items, stop, transcript)
+                    return run.handed
+                del transcript[k:]
+        msgs = view.as_list()
+        result = ConvertedMessages._prefix(run, msgs) if run.ids else None
+        if result is None and not run.ids:
+            result = ConvertedMessages._pieces(run, msgs)
+        if result is not None and stop == len(items) and msgs == run.src:
+            run.tail = (items, stop, items[:stop])
+            run.shadow = list(run.out)
+            run.handed = list(run.out)
+            return run.handed
         return result
 
     @staticmethod
