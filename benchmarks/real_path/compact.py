@@ -29,11 +29,49 @@ from typing import Any
 
 HERE = Path(__file__).resolve()
 SIZE = 10_000
-VOCAB = (
-    "the a model tool call result user assistant thread window summary token count request "
-    "compaction context boundary message agent runtime plugin state store step budget "
-    "función naïve 数据 日本 données über 42 3.14 2025 x_y CamelCase snake_case {} [] () ;"
-).split()
+VOCAB = [
+    "the",
+    "a",
+    "model",
+    "tool",
+    "call",
+    "result",
+    "user",
+    "assistant",
+    "thread",
+    "window",
+    "summary",
+    "token",
+    "count",
+    "request",
+    "compaction",
+    "context",
+    "boundary",
+    "message",
+    "agent",
+    "runtime",
+    "plugin",
+    "state",
+    "store",
+    "step",
+    "budget",
+    "función",
+    "naïve",
+    "数据",
+    "日本",
+    "données",
+    "über",
+    "42",
+    "3.14",
+    "2025",
+    "x_y",
+    "CamelCase",
+    "snake_case",
+    "{}",
+    "[]",
+    "()",
+    ";",
+]
 SHAPES = {
     # name: (messages the summary covers (None: no summary), context window)
     "summary, 20-message tail": (SIZE - 20, 128_000),
@@ -131,6 +169,7 @@ def _prepare(path: Path, covered: int | None, window: int) -> None:
 def _child(path: Path) -> None:
     """The new process: load the thread, the encoding, then time the first step."""
     from _section import cpu_seconds
+
     from awaken_runtime import Message, Scope
 
     raw = json.loads(path.read_text())
