@@ -127,9 +127,8 @@ class ConvertedMessages:
         The list is the caller's to read (litellm copies what it changes); a
         change to it is noticed at the run's next request and not repeated.
         """
-        msgs = as_list(messages)
-        if len(msgs) > self.max_messages:
-            return to_openai(msgs)
+        if len(messages) > self.max_messages:
+            return to_openai(messages)
         run = self._runs.get(run_id)
         if run is None:
             run = self._runs[run_id] = _Run()
@@ -138,12 +137,9 @@ class ConvertedMessages:
         before = len(run.src)
         if isinstance(messages, HeadedView):
             result = self._headed(run, messages)
-            if result is not None:
-                self._held += len(run.src) - before
-                return result
-        result = self._prefix(run, msgs) if run.ids else self._pieces(run, msgs)
-        if result is None:  # renamed calls in a request that is not a plain append
-            result = to_openai(msgs)
+        else:
+            run.tail = None  # the fast path's state describes the previous request only
+            result = self._general(run, as_list(messages))
         self._held += len(run.src) - before
         runs = self._runs
         while runs and (self._held > self.max_messages or len(runs) > self.max_runs):
@@ -152,7 +148,17 @@ class ConvertedMessages:
         return result
 
     @staticmethod
-    def _headed(run: _Run, view: HeadedView) -> list[dict[str, Any]] | None:
+    def _general(run: _Run, msgs: list[Message]) -> list[dict[str, Any]]:
+        if run.ids:
+            result = ConvertedMessages._prefix(run, msgs)
+        else:
+            result = ConvertedMessages._pieces(run, msgs)
+        if result is None:  # renamed calls in a request that is not a plain append
+            result = to_openai(msgs)
+        return result
+
+    @staticmethod
+    def _headed(run: _Run, view: HeadedView) -> list[dict[str, Any]]:
         """The usual request (system prompt + transcript) after the same run's last one.
 
         The transcript part is checked with one C-level comparison of the whole
@@ -183,10 +189,8 @@ class ConvertedMessages:
                     return run.handed
                 del transcript[k:]
         msgs = view.as_list()
-        result = ConvertedMessages._prefix(run, msgs) if run.ids else None
-        if result is None and not run.ids:
-            result = ConvertedMessages._pieces(run, msgs)
-        if result is not None and stop == len(items) and msgs == run.src:
+        result = ConvertedMessages._general(run, msgs)
+        if stop == len(items) and msgs == run.src:
             run.tail = (items, stop, items[:stop])
             run.shadow = list(run.out)
             run.handed = list(run.out)
