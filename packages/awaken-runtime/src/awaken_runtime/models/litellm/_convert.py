@@ -22,7 +22,10 @@ The usual request, the system prompt followed by the whole transcript (a
 ``HeadedView``), costs no pass over its messages at all: one C-level
 comparison of the transcript list with the run's copy of it (pointers only,
 so no message object is touched) and the run's own list of dicts handed
-out, itself compared with a private copy at the next request.
+out, itself compared with a private copy at the next request. That list
+grows by the next step's messages after litellm is done with it: litellm
+builds its request from a copy and its logging keeps a shallow copy of the
+list it was given (``Logging.__init__``), so neither sees the later ones.
 
 Memory is bounded: at most ``max_runs`` runs and ``max_messages`` messages
 over all of them, least recently used dropped first. The dicts are shared
@@ -41,9 +44,6 @@ from ...messages._transcript import HeadedView, as_list
 
 __all__ = ["ConvertedMessages"]
 
-_ANCHOR_SCAN = 64
-"""How many leading request messages may be request-only (head, context entries)
-before a request counts as unrelated to its run's cache."""
 _CHUNK = 512
 """Messages compared per C-level slice comparison when a run of cached messages breaks."""
 
