@@ -342,6 +342,7 @@ def test_bound_is_exactly_what_the_plugin_uses() -> None:
     keys = {
         StateKeyDecl(key="compact.summary", scope=Scope.THREAD),
         StateKeyDecl(key="compact.backoff", scope=Scope.THREAD),
+        StateKeyDecl(key="compact.counts", scope=Scope.THREAD),
         StateKeyDecl(key="compact.stats", scope=Scope.RUN),
     }
     extra: dict[str, Any] = {"narrows_window": True}

@@ -34,7 +34,16 @@ from ._plan import (
     usable_input,
 )
 from ._plugin import PLUGIN_ID, CompactPlugin, compact_bound
-from ._state import BACKOFF, STATS, SUMMARY, CompactBackoff, CompactStats, Summary
+from ._state import (
+    BACKOFF,
+    COUNTS,
+    STATS,
+    SUMMARY,
+    CompactBackoff,
+    CompactStats,
+    Summary,
+    TokenCheckpoint,
+)
 from ._window import REQUEST_WINDOW, core_supports_replacements, core_supports_request_window
 
 __version__ = "0.1.0"
@@ -42,6 +51,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BACKOFF",
     "BUILTIN_PROMPT",
+    "COUNTS",
     "DROPPED_KEY",
     "PER_MESSAGE",
     "PER_NAME",
@@ -65,6 +75,7 @@ __all__ = [
     "EstimatedEncoding",
     "Summary",
     "ThreadTokens",
+    "TokenCheckpoint",
     "TokenCounter",
     "__version__",
     "choose_cut",

@@ -39,6 +39,7 @@ from ._counter import REPLY_PRIMING, TokenCounter
 from ._cut import choose_cut, safe_at_or_after, safe_at_or_before
 from ._encodings import counting_encoding, encoding_for_model
 from ._index import ThreadIndexes, ThreadTokens
+from ._persist import checkpoint, read_checkpoint, restore
 from ._plan import (
     drop_marker,
     pinned_entry,
@@ -172,10 +173,16 @@ class CompactHook:
         counter = await self.caches.counter(cfg, request.model.model)
         cap = tool_result_cap(cfg, limit) if core_supports_replacements() else None
         messages = ctx.messages
-        index = self.caches.indexes.get(ctx.run.thread_id, counter, cap)
-        index.sync(messages)
         n = len(messages)
         policy_start, system = window_start(request.messages, messages)
+        index = self.caches.indexes.get(ctx.run.thread_id, counter, cap)
+        found = read_checkpoint(ctx.store)
+        restore(index, found, messages)  # a new index: the counts a previous process left
+        need = policy_start
+        covered = summary.covered_count if summary is not None else 0
+        if 0 < covered <= n and messages[covered - 1].id == summary.covered_through:  # type: ignore[union-attr]
+            need = max(need, covered)  # what the summary covers is never counted
+        index.sync(messages, need)
         fixed = REPLY_PRIMING + counter.tools(request.tools)
         fixed += counter.raw_context(ctx.store.get_value(CONTEXT_MESSAGES, Scope.RUN))
         if system is not None:
@@ -248,6 +255,7 @@ class CompactHook:
                     self.caches.dead_until.pop(who, None)
                     start = cut
                     tokens = planned(start)
+        kept_from = start
         marker: ContextMessage | None = None
         if limit is not None and tokens > limit:
             head = counter.context([summary_entry(summary)]) if summary is not None else 0
@@ -294,4 +302,10 @@ class CompactHook:
             stats = stats.model_copy(update={"truncated_tool_results": count})
         if stats != before:
             commands.append(STATS.set(stats.model_copy(update={"last_request_tokens": tokens})))
+        # Written with the other thread state (a new summary or back-off), else every few steps.
+        counts = checkpoint(
+            index, kept_from, messages, found, force=new_summary or backoff != old_backoff
+        )
+        if counts is not None:
+            commands.append(counts)
         return HookReaction(commands=commands) if commands else None

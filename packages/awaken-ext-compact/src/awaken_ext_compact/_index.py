@@ -13,7 +13,7 @@ what the request costs.
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, insort
 from collections import OrderedDict
 from collections.abc import Sequence
 
@@ -27,6 +27,13 @@ __all__ = ["ThreadIndexes", "ThreadTokens"]
 class ThreadTokens:
     """Token prefix sums, id positions and oversized tool results of one thread.
 
+    The sums cover the messages from ``lo`` on (``lo`` is where the first
+    request this index served started: the messages a summary covers are
+    never counted); a query further back counts what it needs then. After
+    :meth:`restore` a checkpointed span ``[anchor, lo)`` is known as one
+    total (``lump``) and counted message by message only if a query needs
+    a position inside it.
+
     ``big_limit`` (if set) cuts tool results longer than that many tokens:
     their positions are in ``big``, their cut text in :meth:`replacements`,
     and the sums count the cut text. ``last_cut`` is how many results the
@@ -34,13 +41,18 @@ class ThreadTokens:
     """
 
     __slots__ = (
-        "_cut_text",
+        "_cuts",
+        "_edge",
+        "_messages",
+        "anchor",
         "big",
         "big_limit",
         "counter",
         "ids",
         "last_cut",
         "last_user",
+        "lo",
+        "lump",
         "pos",
         "prefix",
     )
@@ -48,32 +60,60 @@ class ThreadTokens:
     def __init__(self, counter: TokenCounter, big_limit: int | None = None) -> None:
         self.counter = counter
         self.big_limit = big_limit
-        self.ids: list[str] = []
-        self.prefix: list[int] = [0]
+        self._clear()
+        self._messages: Sequence[Message] = ()
+
+    def _clear(self) -> None:
+        self.lo = 0
+        self._edge: str | None = None  # id of message lo - 1: the history before lo
+        self.anchor: int | None = None
+        self.lump = 0
+        self.ids: list[str] = []  # messages lo, lo + 1, ...
+        self.prefix: list[int] = [0]  # prefix[j]: tokens of [lo, lo + j)
         self.pos: dict[str, int] = {}
         self.last_user = -1
         self.big: list[int] = []
-        self._cut_text: dict[int, str] = {}
+        self._cuts: dict[int, tuple[int, int, str | None]] = {}  # pos -> (kept, full, text)
         self.last_cut = 0
 
     def __len__(self) -> int:
-        return len(self.ids)
+        return self.lo + len(self.ids)
 
-    def sync(self, messages: Sequence[Message]) -> int:
-        """Ingest messages not yet indexed; returns how many were ingested."""
+    def sync(self, messages: Sequence[Message], start: int = 0) -> int:
+        """Ingest messages not yet indexed; returns how many were ingested.
+
+        ``start`` is the first position the caller needs: a new index counts
+        from there, not from the beginning of the thread.
+        """
+        self._messages = messages
         n = len(messages)
+        lo = self.lo
+        if lo and (lo > n or messages[lo - 1].id != self._edge):
+            self._clear()  # the history before lo changed: nothing counted holds
+            lo = 0
+        if lo == 0 and not self.ids and 0 < start <= n:
+            self._move_lo(start)
+            self.last_user = _last_user(messages, n)
+            lo = start
         k = len(self.ids)
-        if k and (k > n or messages[k - 1].id != self.ids[k - 1]):
-            k = min(k, n)
-            while k and messages[k - 1].id != self.ids[k - 1]:
+        if k and (lo + k > n or messages[lo + k - 1].id != self.ids[k - 1]):
+            k = min(k, n - lo)
+            while k and messages[lo + k - 1].id != self.ids[k - 1]:
                 k -= 1
             self._truncate(k, messages)
+        self.last_cut = 0
+        return self._ingest(messages, lo + k, n)
+
+    def _move_lo(self, lo: int) -> None:
+        self.lo = lo
+        self._edge = self._messages[lo - 1].id if lo else None
+
+    def _ingest(self, messages: Sequence[Message], first: int, stop: int) -> int:
         count = self.counter.message
         ids, prefix, pos = self.ids, self.prefix, self.pos
         total = prefix[-1]
         limit = self.big_limit
-        self.last_cut = 0
-        for i in range(k, n):
+        for i in range(first, stop):
             message = messages[i]
             tokens = count(message)
             if message.role == "user":
@@ -84,14 +124,16 @@ class ThreadTokens:
             ids.append(message.id)
             prefix.append(total)
             pos[message.id] = i
-        return n - k
+        return max(0, stop - first)
 
     def _cut(self, i: int, message: Message, limit: int) -> int:
         counter = self.counter
         head, full = counter.truncate(message.text, limit)
-        text = f"{head}\n[compact: tool result cut to {limit} of {full} tokens]"
-        self._cut_text[i] = text
-        self.big.append(i)
+        if i not in self._cuts:
+            insort(self.big, i)
+        kept = len(head) if message.text.startswith(head) else -1
+        text = _cut_text(head, limit, full)
+        self._cuts[i] = (kept, full, text)
         self.last_cut += 1
         return counter.count_message(message.model_copy(update={"content": text}))
 
@@ -100,36 +142,117 @@ class ThreadTokens:
             self.pos.pop(message_id, None)
         del self.ids[k:]
         del self.prefix[k + 1 :]
-        while self.big and self.big[-1] >= k:
-            self._cut_text.pop(self.big.pop(), None)
-        if self.last_user >= k:
-            self.last_user = -1
-            for i in range(k - 1, -1, -1):
-                if messages[i].role == "user":
-                    self.last_user = i
-                    break
+        end = self.lo + k
+        while self.big and self.big[-1] >= end:
+            self._cuts.pop(self.big.pop(), None)
+        if self.last_user >= end:
+            self.last_user = _last_user(messages, min(end, len(messages)))
+
+    def restore(
+        self,
+        messages: Sequence[Message],
+        span: tuple[int, int, int],
+        last_user: int,
+        cuts: Sequence[tuple[int, int, int]],
+    ) -> None:
+        """Take a checkpoint (on a new index): ``span`` is ``(start, through, tokens)``,
+        the tokens of messages ``[start, through]``."""
+        start, through, tokens = span
+        self._messages = messages
+        self.anchor = start
+        self._move_lo(through + 1)
+        self.lump = tokens
+        self.last_user = last_user
+        for position, kept, full in cuts:
+            self._cuts[position] = (kept, full, None)
+        self.big = sorted(self._cuts)
+
+    def _backfill(self, a: int) -> None:
+        """Count messages ``[a, lo)`` one by one (a query needs positions in there)."""
+        messages, lo = self._messages, self.lo
+        old_ids, old_prefix = self.ids, self.prefix
+        self.ids, self.prefix = [], [0]
+        self._move_lo(a)
+        saved_user, saved_cut = self.last_user, self.last_cut
+        self._ingest(messages, a, lo)
+        self.last_user, self.last_cut = max(saved_user, self.last_user), saved_cut
+        counted = self.prefix[-1]
+        self.ids += old_ids
+        self.prefix += [counted + t for t in old_prefix[1:]]
+        anchor = self.anchor
+        if anchor is not None:
+            if a > anchor:
+                self.lump -= counted
+            else:
+                self.anchor, self.lump = None, 0
 
     def tokens(self, start: int, stop: int | None = None) -> int:
         """Tokens of messages ``[start, stop)`` as the request carries them."""
-        prefix = self.prefix
-        return prefix[len(prefix) - 1 if stop is None else stop] - prefix[start]
+        if stop is not None and stop < self.lo:
+            self._backfill(stop)
+        before = 0
+        if start < self.lo:
+            if start == self.anchor:
+                before = -self.lump  # the checkpointed span, as one total
+            else:
+                self._backfill(start)
+        prefix, lo = self.prefix, self.lo
+        end = prefix[len(prefix) - 1 if stop is None else stop - lo]
+        return end - (prefix[start - lo] if start >= lo else before)
 
     def index_of(self, message_id: str, hint: int | None = None) -> int | None:
-        """Position of ``message_id``; ``hint`` is checked first."""
-        if hint is not None and 0 <= hint < len(self.ids) and self.ids[hint] == message_id:
+        """Position of ``message_id`` in what this index has seen; ``hint`` is checked first."""
+        messages = self._messages
+        if hint is not None and 0 <= hint < len(messages) and messages[hint].id == message_id:
             return hint
-        return self.pos.get(message_id)
+        found = self.pos.get(message_id)
+        if found is None and self.lo:  # before what was counted: look it up once
+            found = next((i for i in range(self.lo) if messages[i].id == message_id), None)
+        return found
 
     def replacements(self, start: int, stop: int, messages: Sequence[Message]) -> dict[str, str]:
         """``{message id: cut text}`` of the tool results cut in ``[start, stop)``."""
         lo = bisect_left(self.big, start)
         hi = bisect_left(self.big, stop)
-        return {messages[i].id: self._cut_text[i] for i in self.big[lo:hi]}
+        return {messages[i].id: self._text(i, messages[i]) for i in self.big[lo:hi]}
+
+    def _text(self, i: int, message: Message) -> str:
+        kept, full, text = self._cuts[i]
+        if text is None:
+            limit = self.big_limit or 0
+            if kept >= 0:
+                head = message.text[:kept]
+            else:
+                head, full = self.counter.truncate(message.text, limit)
+            text = _cut_text(head, limit, full)
+            self._cuts[i] = (kept, full, text)
+        return text
+
+    def cuts(self, start: int, stop: int) -> list[tuple[int, int, int]]:
+        """``[position, characters kept, full tokens]`` of the results cut in ``[start, stop)``."""
+        lo = bisect_left(self.big, start)
+        hi = bisect_left(self.big, stop)
+        return [(i, self._cuts[i][0], self._cuts[i][1]) for i in self.big[lo:hi]]
 
     def first_start_within(self, start: int, stop: int, budget: int) -> int:
         """The smallest ``d >= start`` with ``tokens(d, stop) <= budget`` (``stop`` if none)."""
-        target = self.prefix[stop] - budget
-        return max(start, min(stop, bisect_left(self.prefix, target, start, stop + 1)))
+        if start < self.lo:
+            self._backfill(start)
+        lo = self.lo
+        target = self.prefix[stop - lo] - budget
+        found = bisect_left(self.prefix, target, start - lo, stop - lo + 1) + lo
+        return max(start, min(stop, found))
+
+
+def _cut_text(head: str, limit: int, full: int) -> str:
+    return f"{head}\n[compact: tool result cut to {limit} of {full} tokens]"
+
+
+def _last_user(messages: Sequence[Message], stop: int) -> int:
+    for i in range(stop - 1, -1, -1):
+        if messages[i].role == "user":
+            return i
+    return -1
 
 
 class ThreadIndexes:

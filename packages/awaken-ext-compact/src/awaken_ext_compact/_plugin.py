@@ -17,7 +17,7 @@ from awaken_runtime import (
 from ._config import CompactConfig
 from ._hook import Caches, CompactHook
 from ._plan import SUMMARY_BAND
-from ._state import BACKOFF, STATS, SUMMARY
+from ._state import BACKOFF, COUNTS, STATS, SUMMARY
 from ._window import window_bound_fields
 
 __all__ = ["PLUGIN_ID", "CompactPlugin", "compact_bound"]
@@ -27,12 +27,13 @@ PLUGIN_ID = "compact"
 
 
 def compact_bound() -> CapabilityBound:
-    """Exactly what the plugin uses: one BEFORE_INFERENCE hook, the THREAD summary and
-    back-off and RUN stats keys, the session band, and the request window."""
+    """Exactly what the plugin uses: one BEFORE_INFERENCE hook, the THREAD summary,
+    back-off and token checkpoint and RUN stats keys, the session band, and the request window."""
     fields = window_bound_fields()
     keys: set[StateKeyDecl] = {
         SUMMARY.decl,
         BACKOFF.decl,
+        COUNTS.decl,
         STATS.decl,
         *fields.pop("state_keys", ()),
     }
@@ -76,6 +77,6 @@ class CompactPlugin:
             config = CompactConfig.model_validate(config)
         hook = CompactHook(PLUGIN_ID, config, self.caches)
         return Contributions(
-            state_keys=[SUMMARY, BACKOFF, STATS],
+            state_keys=[SUMMARY, BACKOFF, COUNTS, STATS],
             phase_hooks={PhaseHookPoint.BEFORE_INFERENCE: hook},
         )

@@ -8,11 +8,13 @@ from awaken_runtime import Scope, StateKey
 
 __all__ = [
     "BACKOFF",
+    "COUNTS",
     "STATS",
     "SUMMARY",
     "CompactBackoff",
     "CompactStats",
     "Summary",
+    "TokenCheckpoint",
     "next_backoff",
 ]
 
@@ -62,6 +64,29 @@ class CompactBackoff(BaseModel):
     last_failure: str = ""
 
 
+class TokenCheckpoint(BaseModel):
+    """The token count of a thread's request span, so a new process does not recount it.
+
+    ``tokens`` counts messages ``start`` through ``through`` (by position, the
+    ids say which messages they were) as the request carries them, in the
+    encoding ``encoding`` with tool results cut at ``cap`` tokens; ``cuts``
+    lists the results that were cut: ``[position, characters kept (-1: the
+    cut is not a prefix of the text), full tokens]``. A checkpoint that does
+    not match the thread it is read with is ignored (and the span recounted).
+    """
+
+    model_config = ConfigDict(frozen=True)
+    encoding: str
+    cap: int | None = None
+    start: int = Field(ge=0)
+    start_id: str
+    through: int = Field(ge=0)
+    through_id: str
+    tokens: int = Field(ge=0)
+    last_user: int = Field(default=-1, ge=-1)
+    cuts: list[tuple[int, int, int]] = Field(default_factory=list)
+
+
 def next_backoff(failures: int, reason: str, now: float, base: float, cap: float) -> CompactBackoff:
     """The back-off after one more failure (``failures`` so far): the wait starts at
     ``base`` seconds and doubles with each consecutive failure, up to ``cap``."""
@@ -84,3 +109,8 @@ BACKOFF: StateKey[CompactBackoff | None] = StateKey(
     "compact.backoff", CompactBackoff | None, default=None, scope=Scope.THREAD
 )
 """THREAD-scope: the failing compactor's back-off, kept across runs and processes."""
+
+COUNTS: StateKey[TokenCheckpoint | None] = StateKey(
+    "compact.counts", TokenCheckpoint | None, default=None, scope=Scope.THREAD
+)
+"""THREAD-scope: the token count of the request span, refreshed every few steps."""

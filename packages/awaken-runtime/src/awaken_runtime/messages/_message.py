@@ -19,6 +19,7 @@ __all__ = [
     "ToolCall",
     "from_openai",
     "new_id",
+    "openai_message",
     "to_openai",
     "too_deep",
     "with_depth_limit",
@@ -128,39 +129,47 @@ class Message(BaseModel):
 
 def to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
     """Convert messages to OpenAI chat-completions dicts (the format litellm speaks)."""
-    out: list[dict[str, Any]] = []
     # Calls the runtime gave fresh ids go out under the provider's own ids again.
     provider_ids: dict[str, str] = {}
-    for msg in messages:
-        item: dict[str, Any] = {"role": msg.role}
-        if isinstance(msg.content, list):
-            item["content"] = [part.model_dump(exclude_none=True) for part in msg.content]
-        else:
-            item["content"] = msg.content
-        if msg.tool_calls:
-            renamed = msg.metadata.get(PROVIDER_CALL_IDS) if msg.metadata else None
-            if renamed:
-                provider_ids.update(renamed)
-            item["tool_calls"] = [
-                {
-                    "id": provider_ids.get(call.id, call.id) if renamed else call.id,
-                    "type": "function",
-                    "function": {
-                        "name": call.name,
-                        "arguments": json.dumps(call.arguments, ensure_ascii=False)
-                        if call.raw_arguments is None
-                        else call.raw_arguments,
-                    },
-                }
-                for call in msg.tool_calls
-            ]
-        if msg.tool_call_id is not None:
-            call_id = msg.tool_call_id
-            item["tool_call_id"] = provider_ids.get(call_id, call_id) if provider_ids else call_id
-        if msg.name is not None:
-            item["name"] = msg.name
-        out.append(item)
-    return out
+    return [openai_message(msg, provider_ids) for msg in messages]
+
+
+def openai_message(msg: Message, provider_ids: dict[str, str]) -> dict[str, Any]:
+    """One message as an OpenAI chat-completions dict.
+
+    ``provider_ids`` maps the runtime's call ids to the provider's (see
+    ``PROVIDER_CALL_IDS``) for the messages before ``msg``; an assistant
+    message's own renames are added to it, so the tool results after it go
+    out under the provider's ids.
+    """
+    item: dict[str, Any] = {"role": msg.role}
+    if isinstance(msg.content, list):
+        item["content"] = [part.model_dump(exclude_none=True) for part in msg.content]
+    else:
+        item["content"] = msg.content
+    if msg.tool_calls:
+        renamed = msg.metadata.get(PROVIDER_CALL_IDS) if msg.metadata else None
+        if renamed:
+            provider_ids.update(renamed)
+        item["tool_calls"] = [
+            {
+                "id": provider_ids.get(call.id, call.id) if renamed else call.id,
+                "type": "function",
+                "function": {
+                    "name": call.name,
+                    "arguments": json.dumps(call.arguments, ensure_ascii=False)
+                    if call.raw_arguments is None
+                    else call.raw_arguments,
+                },
+            }
+            for call in msg.tool_calls
+        ]
+    if msg.tool_call_id is not None:
+        call_id = msg.tool_call_id
+        item["tool_call_id"] = provider_ids.get(call_id, call_id) if provider_ids else call_id
+    if msg.name is not None:
+        item["name"] = msg.name
+    return item
 
 
 MAX_ARGUMENT_DEPTH = 64

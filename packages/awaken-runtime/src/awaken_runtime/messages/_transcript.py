@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from itertools import chain, islice
 from typing import Annotated, Literal, TypeAlias, overload
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
@@ -18,6 +19,7 @@ __all__ = [
     "KeepLast",
     "MessageView",
     "Transcript",
+    "as_list",
 ]
 
 
@@ -82,14 +84,17 @@ class MessageView(Sequence[Message]):
         return self._items[self._start + index]
 
     def __iter__(self) -> Iterator[Message]:
-        items = self._items
-        for i in range(self._start, self._stop):
-            yield items[i]
+        # A C-level iterator: the executor walks every request's messages each step.
+        return islice(self._items, self._start, self._stop)
 
     @property
     def start(self) -> int:
         """Index of the first message of the view in the transcript."""
         return self._start
+
+    def as_list(self) -> list[Message]:
+        """The messages as a new list (one C-level copy)."""
+        return self._items[self._start : self._stop]
 
 
 class JoinedView(Sequence[Message]):
@@ -148,8 +153,14 @@ class ChainView(JoinedView):
         raise IndexError("message index out of range")  # pragma: no cover
 
     def __iter__(self) -> Iterator[Message]:
+        return chain.from_iterable(self._segments)
+
+    def as_list(self) -> list[Message]:
+        """The messages as a new list (C-level copies of each segment)."""
+        out: list[Message] = []
         for segment in self._segments:
-            yield from segment
+            out += as_list(segment)
+        return out
 
 
 class HeadedView(JoinedView):
@@ -173,10 +184,24 @@ class HeadedView(JoinedView):
         return self._items[index - self._split]
 
     def __iter__(self) -> Iterator[Message]:
-        yield from self._head
-        items = self._items
-        for i in range(self._len - self._split):
-            yield items[i]
+        return chain(self._head, islice(self._items, self._len - self._split))
+
+    def as_list(self) -> list[Message]:
+        """The messages as a new list (C-level copies)."""
+        return [*self._head, *self._items[: self._len - self._split]]
+
+    def parts(self) -> tuple[Sequence[Message], list[Message], int]:
+        """``(head, transcript list, stop)``: the view is ``head + transcript[:stop]``."""
+        return self._head, self._items, self._len - self._split
+
+
+def as_list(messages: Sequence[Message]) -> list[Message]:
+    """``messages`` as a list: the list itself, a view's C-level copy, else ``list()``."""
+    if isinstance(messages, list):
+        return messages
+    if isinstance(messages, (MessageView, ChainView, HeadedView)):
+        return messages.as_list()
+    return list(messages)
 
 
 class Transcript:

@@ -27,6 +27,7 @@ from .._model import (
     StreamDelta,
     TokenUsage,
 )
+from ._convert import ConvertedMessages
 from ._embed import embed
 from ._errors import LiteLLMNotInstalled, classify
 from ._request import completion_kwargs
@@ -144,6 +145,8 @@ class LiteLLMExecutor:
         self._pricing: dict[str, Pricing | None] = {}
         self._key_env: dict[str, str] = {}
         self._native: dict[str, bool] = {}
+        # Each run's messages converted once: a step converts only its new ones.
+        self._converted = ConvertedMessages()
 
     # -- request -----------------------------------------------------------------
 
@@ -184,6 +187,7 @@ class LiteLLMExecutor:
             timeout_s=self.timeout_s,
             native_output=lambda: self._native_output(litellm, spec.model, spec),
             key_env=lambda: self._conventional_key_env(litellm, spec.model),
+            messages=self._converted.convert(request.run_id, request.messages),
         )
 
     def embed(self, model: str, inputs: Sequence[str], **options: Any) -> list[list[float]]:

@@ -40,12 +40,17 @@ def completion_kwargs(
     timeout_s: float,
     native_output: Callable[[], bool],
     key_env: Callable[[], str | None],
+    messages: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The arguments for ``request`` (``native_output``/``key_env`` are asked lazily)."""
+    """The arguments for ``request`` (``native_output``/``key_env`` are asked lazily).
+
+    ``messages`` is the request's messages already converted (the executor's
+    cache); by default they are converted here.
+    """
     spec = request.model
     kwargs: dict[str, Any] = {
         "model": spec.model,
-        "messages": to_openai(request.messages),
+        "messages": to_openai(request.messages) if messages is None else messages,
         "stream": True,
         "stream_options": {"include_usage": True},
         "timeout": spec.timeout_s or timeout_s,

@@ -1,0 +1,228 @@
+"""How much CPU the provider client (litellm, the OpenAI client, httpx) spends in this process.
+
+``ClientMeter`` wraps ``litellm.acompletion``: the main thread's CPU inside
+the call and inside each streamed chunk's ``__anext__`` (and ``aclose``)
+is the client's; so is the CPU of litellm's own threads (its logging pool,
+AnyIO's workers), of the tasks litellm starts on the loop, and of what it
+runs in the loop's default executor (``install_task_meter``). ``record``
+keeps one real stream so a cell can replay it with no client work at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections.abc
+import concurrent.futures
+import contextlib
+import functools
+import gc
+import threading
+import time
+import types
+from typing import Any
+
+from _section import cpu_seconds
+
+__all__ = ["ClientMeter", "install_task_meter", "record"]
+
+
+def _client_threads_cpu() -> float:
+    """CPU of litellm's own threads (its logging pool) so far."""
+    total = 0.0
+    for thread in threading.enumerate():
+        client = thread.name.startswith(("litellm", "AnyIO worker"))
+        if client and thread.ident is not None:
+            with contextlib.suppress(OSError, OverflowError):  # the thread just ended
+                total += time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
+    return total
+
+
+class ClientMeter:
+    """CPU spent inside the provider client, and when each inference started."""
+
+    def __init__(self) -> None:
+        self.client = 0.0
+        self.inside = False
+        self.threads = 0.0  # litellm's work in the loop's default executor
+        self.lock = threading.Lock()
+        self.gc = 0.0  # the collector's CPU on the main thread outside client windows
+        self.gc_at_start: list[float] = []
+        self._gc_start = 0.0
+        self.starts: list[float] = []
+        self.main_at_start: list[float] = []  # the main thread's CPU outside client windows
+        self.client_at_start: list[float] = []
+        self.body: list[dict[str, Any]] | None = None
+        self.replay: list[Any] | None = None  # chunks to replay instead of calling litellm
+        gc.callbacks.append(self._on_gc)
+
+    def _on_gc(self, phase: str, info: dict[str, Any]) -> None:
+        if threading.current_thread() is not threading.main_thread() or self.inside:
+            return
+        if phase == "start":
+            self._gc_start = time.thread_time()
+        else:
+            self.gc += time.thread_time() - self._gc_start
+
+    def install(self, litellm: Any) -> None:
+        real = litellm.acompletion
+        meter = self
+
+        async def acompletion(**kwargs: Any) -> Any:
+            meter.starts.append(cpu_seconds())
+            meter.main_at_start.append(time.thread_time() - meter.client)
+            meter.gc_at_start.append(meter.gc)
+            with meter.lock:
+                threads = meter.threads
+            meter.client_at_start.append(meter.client + threads + _client_threads_cpu())
+            start = time.thread_time()  # the client's threads are counted apart
+            meter.body = kwargs.get("messages")
+            meter.inside = True
+            try:
+                response = _Replay(meter.replay) if meter.replay else await real(**kwargs)
+            finally:
+                meter.inside = False
+            meter.client += time.thread_time() - start
+            return _TimedStream(response, meter)
+
+        litellm.acompletion = acompletion
+
+
+class _MeteredCoroutine(collections.abc.Coroutine[Any, Any, Any]):
+    """A background task litellm started (its logging): each resumption is client CPU."""
+
+    def __init__(self, coro: Any, meter: ClientMeter) -> None:
+        self._coro = coro
+        self._meter = meter
+
+    def send(self, value: Any) -> Any:
+        return self._metered(self._coro.send, value)
+
+    def throw(self, *exc: Any) -> Any:
+        return self._metered(self._coro.throw, *exc)
+
+    def _metered(self, fn: Any, *args: Any) -> Any:
+        meter = self._meter
+        if meter.inside:  # a client window is open: it counts this already
+            return fn(*args)
+        start = time.thread_time()
+        try:
+            return fn(*args)
+        finally:
+            meter.client += time.thread_time() - start
+
+    def close(self) -> None:
+        self._coro.close()
+
+    def __await__(self) -> Any:
+        return self._coro.__await__()
+
+
+def _is_client(fn: Any, args: tuple[Any, ...]) -> bool:
+    while True:  # run_in_executor(partial(ctx.run, partial(func, ...)))
+        if isinstance(fn, functools.partial):
+            fn, args = fn.func, (*fn.args, *args)
+        elif isinstance(fn, types.BuiltinMethodType) and fn.__name__ == "run" and args:
+            fn, args = args[0], args[1:]  # Context.run(func, ...)
+        else:
+            break
+    fn = getattr(fn, "__func__", fn)
+    return "litellm" in str(getattr(fn, "__module__", ""))
+
+
+class _MeteredExecutor(concurrent.futures.ThreadPoolExecutor):
+    """The loop's default executor; what litellm runs in it is client CPU."""
+
+    def __init__(self, meter: ClientMeter) -> None:
+        super().__init__()
+        self._meter = meter
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        if not _is_client(fn, args):
+            return super().submit(fn, *args, **kwargs)
+        meter = self._meter
+
+        def run() -> Any:
+            start = time.thread_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                with meter.lock:
+                    meter.threads += time.thread_time() - start
+
+        return super().submit(run)
+
+
+def install_task_meter(meter: ClientMeter) -> None:
+    """Count the CPU of tasks whose coroutine is litellm's (and what litellm runs in the
+    loop's default executor) as the client's."""
+    asyncio.get_running_loop().set_default_executor(_MeteredExecutor(meter))
+
+    def factory(loop: Any, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
+        code = getattr(coro, "cr_code", None)
+        if code is not None and "litellm" in code.co_filename:
+            coro = _MeteredCoroutine(coro, meter)
+        return asyncio.Task(coro, loop=loop, **kwargs)
+
+    asyncio.get_running_loop().set_task_factory(factory)
+
+
+class _Replay:
+    """A recorded litellm stream, replayed: the client does no work at all."""
+
+    def __init__(self, chunks: list[Any]) -> None:
+        self._chunks = iter(chunks)
+
+    def __aiter__(self) -> _Replay:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return next(self._chunks)
+        except StopIteration:
+            raise StopAsyncIteration from None
+
+
+async def record(litellm: Any, base: str) -> list[Any]:
+    """One real streamed answer (a tool call) of the server, as litellm's chunks."""
+    response = await litellm.acompletion(
+        model="openai/local-model",
+        api_base=base,
+        api_key="sk-local",
+        messages=[{"role": "user", "content": "go"}],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    return [chunk async for chunk in response]
+
+
+class _TimedStream:
+    """The streamed response, each chunk's wait counted as client CPU."""
+
+    def __init__(self, inner: Any, meter: ClientMeter) -> None:
+        self._inner = inner
+        self._iter = inner.__aiter__()
+        self._meter = meter
+
+    def __aiter__(self) -> _TimedStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        start = time.thread_time()
+        self._meter.inside = True
+        try:
+            return await self._iter.__anext__()
+        finally:
+            self._meter.inside = False
+            self._meter.client += time.thread_time() - start
+
+    async def aclose(self) -> None:
+        close = getattr(self._inner, "aclose", None)
+        start = time.thread_time()
+        self._meter.inside = True
+        try:
+            if close is not None:
+                await close()
+            self._inner = self._iter = None  # freeing litellm's response is its work too
+        finally:
+            self._meter.inside = False
+            self._meter.client += time.thread_time() - start

@@ -1,0 +1,279 @@
+"""Provider path: the LiteLLM executor against the local test server, on the SQLite store.
+
+One run of S steps (S = 10 and 100) on a thread that already holds H = 0,
+1,000 or 10,000 messages. The model is the project's local OpenAI-compatible
+test server (``tests/runtime/models/litellm/openai_server.py``), started in
+another process, which answers every request with one tool call (a fresh
+call id each time), so each step streams a call, runs the tool and commits
+the step to SQLite; the run ends at ``max_steps``.
+
+What is measured, in this process only (the server's CPU is not):
+
+* ``awaken us/step``: the process's CPU between the first and the last
+  inference of the run divided by S - 1 (run start and thread load are
+  reported apart, in ``run start ms``), minus the provider client's CPU;
+* ``client us/step``: the CPU spent inside the provider client on those
+  steps: ``litellm.acompletion`` (litellm's request handling, the OpenAI
+  client, the JSON body, the HTTP request) and each streamed chunk's
+  ``__anext__``, and the CPU of litellm's own threads (its logging pool),
+  of its background tasks on the event loop and of what it runs in the
+  loop's default executor; with it ``body KB`` (the request's messages as JSON) and
+  ``body json us`` (``json.dumps`` of them, timed apart: the floor of the
+  body's serialization).
+
+``gc us/step`` is the cyclic collector's share of awaken's figure.
+``replayed us/step`` runs the same cell with ``litellm.acompletion``
+replaced by a replay of one recorded stream: awaken's own step with no
+client work at all. With the real client, awaken's figure still grows with
+the history (the cause is not pinned down: it is not awaken's own code, as
+the replay shows, and litellm keeps working on each request's messages in
+its threads and tasks beside the loop); the replay isolates awaken's share.
+
+Cells run interleaved (each real cell followed by its replay), 7 rounds of
+S=10 and 3 of S=100; the median round is reported. At S=10 one of the nine
+measured intervals holds the run's first step (what a run does once, on its
+first step, is spread over fewer steps). Checks: at 10,000 messages awaken's CPU per
+step is within 1.5x of 0 messages, with the real client and replayed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from _client_meter import ClientMeter, install_task_meter, record
+from _section import cpu_seconds, emit, parse
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVER_DIR = ROOT / "tests" / "runtime" / "models" / "litellm"
+HISTORY = (0, 1_000, 10_000)
+STEPS = (10, 100)
+
+# The test server, answering every request with a tool call under a fresh id and
+# keeping no record of the requests (10,000-message bodies would pile up).
+SERVER = """
+import itertools, sys, threading
+sys.path.insert(0, sys.argv[1])
+from openai_server import OpenAIServer, Reply, ToolCallSpec, UsageSpec
+
+class Server(OpenAIServer):
+    counter = itertools.count(1)
+
+    def _record(self, recorded):
+        pass
+
+    def _next_reply(self):
+        n = next(self.counter)
+        call = ToolCallSpec(id=f"call_{n}", name="echo", arguments='{"text": "step %d"}' % n)
+        return Reply(tool_calls=[call], usage=UsageSpec(20, 8), chunk_size=64)
+
+server = Server().start()
+print(f"serving {server.base_url}", flush=True)
+threading.Event().wait()
+"""
+
+
+def _start_server() -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SERVER, str(SERVER_DIR)], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    base = proc.stdout.readline().rsplit(" ", 1)[-1].strip()
+    if not base.startswith("http://127.0.0.1:"):
+        proc.kill()
+        raise SystemExit(f"test server did not start: {base!r}")
+    return proc, base
+
+
+def _history(n: int) -> list[Any]:
+    """``n`` messages: user turns, tool exchanges and answers of realistic length."""
+    from awaken_runtime import Message, ToolCall
+
+    text = "the model reads the thread and answers the user about the plan " * 3
+    out: list[Any] = []
+    i = 0
+    while len(out) < n:
+        kind = i % 4
+        if kind == 0:
+            out.append(Message.user(f"question {i}: {text}"))
+        elif kind == 1:
+            call = ToolCall(id=f"hist_{i}", name="echo", arguments={"text": f"look up {i}"})
+            out.append(Message.assistant(None, [call]))
+            out.append(Message.tool(call.id, f"result {i}: {text}", name="echo"))
+        else:
+            out.append(Message.assistant(f"answer {i}: {text}"))
+        i += 1
+    while n and out[n - 1].tool_calls:  # never end on a call without its result
+        n += 1
+    return out[:n]
+
+
+async def _seed(store: Any, thread_id: str, n: int) -> None:
+    from awaken_runtime.stores import ScopeBinding
+
+    binding = ScopeBinding(thread_id, "default", "default")
+    messages = _history(n) if n else []
+    version = 0
+    for lo in range(0, len(messages), 1000):
+        version = await store.commit(binding, version, messages[lo : lo + 1000], [])
+
+
+def _runtime(store: Any, base: str, steps: int) -> Any:
+    from awaken_runtime import AgentConfig, AgentRuntimeBuilder, LiteLLMExecutor, ModelSpec, tool
+
+    @tool
+    def echo(text: str) -> str:
+        """Echo the text."""
+        return text
+
+    executor = LiteLLMExecutor()
+    spec = ModelSpec(id="m", provider="litellm", model="openai/local-model", api_base=base)
+    config = AgentConfig(id="a", model_binding="m", tool_ids=["echo"], max_steps=steps)
+    return (
+        AgentRuntimeBuilder(discover=False)
+        .with_tool(echo)
+        .with_model(spec)
+        .with_provider("litellm", executor)
+        .with_agent_spec(config)
+        .with_store(store)
+        .build()
+    )
+
+
+async def _cell(store: Any, base: str, meter: ClientMeter, h: int, s: int, n: int) -> list[float]:
+    """One run of ``s`` steps on a fresh thread of ``h`` messages."""
+    thread_id = f"t{h}-{s}-{n}"
+    await _seed(store, thread_id, h)
+    runtime = _runtime(store, base, s)
+    meter.starts.clear()
+    meter.client_at_start.clear()
+    meter.gc_at_start.clear()
+    meter.main_at_start.clear()
+    gc.collect()  # each cell starts from the same collector state
+    start = cpu_seconds()
+    state = await runtime.run("a", "go", thread_id=thread_id)
+    assert len(meter.starts) == s, (state.end_cause, len(meter.starts))
+    steps = s - 1
+    total = meter.starts[-1] - meter.starts[0]
+    client = meter.client_at_start[-1] - meter.client_at_start[0]
+    collector = meter.gc_at_start[-1] - meter.gc_at_start[0]
+    body = json.dumps(meter.body)
+    t0 = time.perf_counter()
+    json.dumps(meter.body)
+    dumps = time.perf_counter() - t0
+    return [
+        (total - client) / steps * 1e6,
+        collector / steps * 1e6,
+        client / steps * 1e6,
+        len(body) / 1024,
+        dumps * 1e6,
+        (meter.starts[0] - start) * 1e3,
+    ]
+
+
+async def _main(quick: bool) -> tuple[list[list[Any]], list[tuple[str, bool]]]:
+    from awaken_runtime import LiteLLMExecutor
+    from awaken_runtime.models.litellm._executor import import_litellm
+    from awaken_runtime.stores import SQLiteStore
+
+    await LiteLLMExecutor().warm_up()
+    litellm = import_litellm()
+    short = 1 if quick else 3
+    rounds = 1 if quick else 7
+    steps = (10,) if quick else STEPS
+    proc, base = _start_server()
+    chunks = await record(litellm, base)
+    meter = ClientMeter()
+    meter.install(litellm)
+    install_task_meter(meter)
+    samples: dict[tuple[int, int], list[list[float]]] = {}
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            store = SQLiteStore(Path(tmp) / "awaken.db")
+            await _cell(store, base, meter, 0, 10, -1)  # warm: first connections, imports
+            for r in range(rounds):
+                for s in steps:
+                    if s > 10 and r >= short:  # the long runs are steadier: fewer rounds
+                        continue
+                    for h in HISTORY:
+                        cell = await _cell(store, base, meter, h, s, r)
+                        meter.replay = chunks
+                        replayed = await _cell(store, base, meter, h, s, r + rounds)
+                        meter.replay = None
+                        samples.setdefault((h, s), []).append([*cell, replayed[0]])
+            await store.close()
+    finally:
+        proc.kill()
+        proc.wait()
+    rows = []
+    awaken: dict[tuple[int, int], float] = {}
+    own: dict[tuple[int, int], float] = {}
+    for (h, s), cells in sorted(samples.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        median = [statistics.median(col) for col in zip(*cells, strict=True)]
+        awaken[h, s] = median[0]
+        own[h, s] = median[-1]
+        rows.append([h, s, *median])
+    checks = []
+    for s in steps:
+        ratio = awaken[10_000, s] / awaken[0, s]
+        checks.append(
+            (f"S={s}: awaken CPU/step at 10,000 messages <= 1.5x at 0 ({ratio:.2f}x)", ratio <= 1.5)
+        )
+        ratio = own[10_000, s] / own[0, s]
+        checks.append(
+            (
+                f"S={s}: awaken CPU/step with the client replayed at 10,000 <= 1.5x at 0 "
+                f"({ratio:.2f}x)",
+                ratio <= 1.5,
+            )
+        )
+    for row in rows:
+        row.append(awaken[row[0], row[1]] / awaken[0, row[1]])
+        row.append(own[row[0], row[1]] / own[0, row[1]])
+    return rows, checks
+
+
+def main() -> None:
+    args = parse(__doc__)
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    rows, checks = asyncio.run(_main(args.quick))
+    emit(
+        args,
+        title="LiteLLM executor + local OpenAI-compatible server (other process) + SQLite",
+        columns=[
+            "history",
+            "S",
+            "awaken us/step",
+            "gc us/step",
+            "client us/step",
+            "body KB",
+            "body json us",
+            "run start ms",
+            "replayed us/step",
+            "awaken vs 0",
+            "replayed vs 0",
+        ],
+        rows=rows,
+        checks=checks,
+        notes=[
+            "awaken = this process's CPU per step minus the provider client's (litellm + "
+            "openai + httpx, incl. the body's JSON); median of the rounds",
+            "gc = the cyclic collector's CPU outside the client's windows (part of awaken)",
+            "replayed = awaken's CPU per step in the same cell with litellm.acompletion replaced "
+            "by a replay of one recorded stream of the server (no client work, no server; the "
+            "replayed call id repeats, so the runtime renames it every step)",
+        ],
+    )
+
+
+if __name__ == "__main__":
+    main()
