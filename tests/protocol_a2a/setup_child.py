@@ -1,0 +1,73 @@
+"""``--setup setup_child:setup``: a scripted model and two tools for the child agent.
+
+The model reacts to the last message: "weather" calls ``get_weather``
+(allowed), "delete" calls ``delete_file`` (the permissions plugin asks a
+human), "ask" calls ``ask_user`` (a question whose answer is the result);
+after a tool result it answers with that result; otherwise it echoes.
+"""
+
+from __future__ import annotations
+
+from awaken_runtime import (
+    AgentRuntimeBuilder,
+    AwaitReason,
+    InferenceRequest,
+    ScriptedExecutor,
+    ScriptedTurn,
+    SuspendCall,
+    tool,
+)
+
+
+@tool
+def get_weather(city: str) -> str:
+    """The weather of a city.
+
+    Args:
+        city: The city.
+    """
+    return f"sunny in {city}"
+
+
+@tool
+def delete_file(path: str) -> str:
+    """Delete a file (asks for permission).
+
+    Args:
+        path: The file to delete.
+    """
+    return f"deleted {path}"
+
+
+@tool
+def ask_user(question: str) -> str:
+    """Ask the user a question; the answer is the result.
+
+    Args:
+        question: What to ask.
+    """
+    raise SuspendCall(AwaitReason.USER_INPUT, {"question": question})
+
+
+def _turn(request: InferenceRequest) -> ScriptedTurn | str:
+    last = request.messages[-1]
+    if last.role == "tool":
+        return f"Result: {last.text}. All done."
+    text = (last.text or "").lower()
+    if "weather" in text:
+        return ScriptedTurn.call("get_weather", {"city": "Paris"}, text="Let me check.")
+    if "delete" in text:
+        return ScriptedTurn.call("delete_file", {"path": "/tmp/x.txt"})
+    if "ask" in text:
+        return ScriptedTurn.call("ask_user", {"question": "Which colour?"})
+    return f"Hello! You said: {last.text}"
+
+
+def setup(builder: AgentRuntimeBuilder) -> None:
+    """Add the scripted provider and the tools."""
+    executor = ScriptedExecutor([_turn], repeat=True, chunk_size=6)
+    executor.record_requests = False
+    builder.with_provider("scripted", executor)
+    builder.with_tool(get_weather)
+    builder.with_tool(delete_file)
+    builder.with_tool(ask_user)
