@@ -8,11 +8,13 @@ agent a delegate that ``agent_run`` reaches like a local one.
 
 from ._answers import AnswerError
 from ._app import CARD_PATH, agent_card, create_a2a_app
+from ._delegate import A2ADelegate
 from ._executor import AwakenAgentExecutor
 from ._tasks import AwakenTaskStore
 
 __all__ = [
     "CARD_PATH",
+    "A2ADelegate",
     "AnswerError",
     "AwakenAgentExecutor",
     "AwakenTaskStore",

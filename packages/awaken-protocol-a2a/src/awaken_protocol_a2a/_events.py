@@ -1,8 +1,9 @@
 """``EventWriter``: an awaken leg's events as A2A task events on the SDK's queue.
 
-Text deltas append to the ``response`` artifact; tool calls and run starts
-are WORKING status updates carrying the awaken event in their metadata (no
-message, so the task's history does not grow with them); the leg's end is
+Text deltas append to the ``response`` artifact; tool calls, run starts and
+every event of a sub-agent (another run id) are WORKING status updates
+carrying the awaken event in their metadata (no message, so the task's
+history does not grow with them); the leg's end is
 the final status: COMPLETED, FAILED, CANCELED, or INPUT_REQUIRED with the
 pending question as the status message (its text, plus the tickets as data).
 """
@@ -103,8 +104,11 @@ class EventWriter:
         self._streamed = True
 
     async def event(self, event: AgentEvent) -> None:
-        """Write one awaken event."""
-        if isinstance(event, TextDelta):
+        """Write one awaken event; a sub-agent's events (another run id) ride as metadata."""
+        if event.run_id != self.task_id:
+            data = event_adapter.dump_python(event, mode="json")
+            await self.status(pb.TASK_STATE_WORKING, metadata={EVENT_KEY: data})
+        elif isinstance(event, TextDelta):
             if event.channel == "text" and event.delta:
                 await self.text(event.delta, seq=event.seq)
         elif isinstance(event, (RunStart, ToolCallReady, ToolCallDone)):
