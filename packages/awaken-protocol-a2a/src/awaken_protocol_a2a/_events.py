@@ -139,7 +139,9 @@ class EventWriter:
         elif kind == "cancelled":
             await self.status(pb.TASK_STATE_CANCELED, "the run was cancelled", metadata=usage)
         elif kind == "max_steps":
-            await self.status(pb.TASK_STATE_FAILED, "the run reached its step limit", metadata=usage)
+            await self.status(
+                pb.TASK_STATE_FAILED, "the run reached its step limit", metadata=usage
+            )
         else:
             message = cause.failure.message  # type: ignore[union-attr]
             await self.status(pb.TASK_STATE_FAILED, message, metadata=usage)

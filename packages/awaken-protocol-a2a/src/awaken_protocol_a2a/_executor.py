@@ -11,6 +11,7 @@ the task is not failed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -115,7 +116,8 @@ class AwakenAgentExecutor(AgentExecutor):
             return
         token = CancellationToken()
         events = self.runtime.stream_resume(ticket, decision, cancel=token)
-        await self._drive(writer, events, token, rejected=pb.TASK_STATE_INPUT_REQUIRED, tickets=pending)
+        waiting = pb.TASK_STATE_INPUT_REQUIRED
+        await self._drive(writer, events, token, rejected=waiting, tickets=pending)
 
     async def _drive(
         self,
@@ -154,10 +156,9 @@ class AwakenAgentExecutor(AgentExecutor):
         writer = EventWriter(event_queue, task_id, current.context_id)
         if current.status.state == pb.TASK_STATE_INPUT_REQUIRED:
             thread = thread_for(profile_of(context.call_context), current.context_id)
-            try:
+            # ResumeRejected: the run ended meanwhile; the task still ends as cancelled.
+            with contextlib.suppress(ResumeRejected):
                 await self.runtime.cancel_waiting(thread)
-            except ResumeRejected:
-                pass  # the run ended meanwhile; the task still ends as cancelled
         await writer.status(pb.TASK_STATE_CANCELED, "cancelled by the client")
 
 
@@ -175,4 +176,3 @@ def _pending(task: pb.Task) -> list[ResumeTicket]:
         if isinstance(item, dict) and isinstance(item.get(TICKETS_KEY), list):
             return [ResumeTicket.model_validate(t) for t in item[TICKETS_KEY]]
     return []
-

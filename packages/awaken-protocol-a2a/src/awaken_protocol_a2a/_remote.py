@@ -12,7 +12,7 @@ parent's resume can answer it with a follow-up message.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from a2a.types import a2a_pb2 as pb
 from google.protobuf.json_format import MessageToDict
@@ -36,7 +36,9 @@ from ._wire import EVENT_KEY, SEQ_KEY, TERMINAL, TICKETS_KEY, USAGE_KEY, data_pa
 
 __all__ = ["RemoteLeg"]
 
-_STATUS = {
+ChildStatus = Literal["completed", "failed", "cancelled"]
+
+_STATUS: dict[int, ChildStatus] = {
     pb.TASK_STATE_COMPLETED: "completed",
     pb.TASK_STATE_FAILED: "failed",
     pb.TASK_STATE_CANCELED: "cancelled",
@@ -112,11 +114,11 @@ class RemoteLeg:
                 self.usage = TokenUsage.model_validate(used.get("usage") or {})
                 self.cost = used.get("cost")
         elif item.HasField("artifact_update"):
-            update = item.artifact_update
-            self.task_id, self.context_id = update.task_id, update.context_id
+            chunk = item.artifact_update
+            self.task_id, self.context_id = chunk.task_id, chunk.context_id
             self._start()
-            seq = _ints(MessageToDict(update.artifact.metadata)).get(SEQ_KEY)
-            for part in update.artifact.parts:
+            seq = _ints(MessageToDict(chunk.artifact.metadata)).get(SEQ_KEY)
+            for part in chunk.artifact.parts:
                 if part.HasField("text") and part.text:
                     self.text.append(part.text)
                     number = seq if isinstance(seq, int) else self._seq + 1
@@ -153,7 +155,7 @@ class RemoteLeg:
         said = message_text(self.status_message)
         if self.state == pb.TASK_STATE_INPUT_REQUIRED:
             return ChildOutcome(status="waiting", tickets=[self._ticket(said)], **base)
-        status = _STATUS.get(self.state)
+        status: ChildStatus | None = _STATUS.get(int(self.state))
         if status is None:
             status = "failed"
             said = f"the remote task ended in {pb.TaskState.Name(self.state)} without a result"
@@ -169,7 +171,7 @@ class RemoteLeg:
                 )
             )
         reason = "" if status == "completed" else said or f"the remote task is {status}"
-        return ChildOutcome(status=status, text="".join(self.text), reason=reason, **base)  # type: ignore[arg-type]
+        return ChildOutcome(status=status, text="".join(self.text), reason=reason, **base)
 
     def ended(self) -> bool:
         """Whether the remote task reached an end (or waits for input)."""

@@ -84,12 +84,15 @@ def data_parts(message: pb.Message) -> list[Any]:
 
 def task_to_json(task: pb.Task) -> dict[str, Any]:
     """A task as JSON data (the proto3 JSON mapping)."""
-    return MessageToDict(task)
+    data: dict[str, Any] = MessageToDict(task)
+    return data
 
 
 def task_from_json(data: dict[str, Any]) -> pb.Task:
     """A task from :func:`task_to_json` data."""
-    return ParseDict(data, pb.Task(), ignore_unknown_fields=True)
+    task = pb.Task()
+    ParseDict(data, task, ignore_unknown_fields=True)
+    return task
 
 
 def question(ticket: ResumeTicket) -> str:

@@ -76,8 +76,6 @@ async def cancel_child(
     cancel_local: Callable[[str], Awaitable[object]],
 ) -> None:
     """Cancel the waiting child of a DELEGATION ticket: remotely, or on its local thread."""
-    if isinstance(service, RoutedDelegationService) and await service.cancel_waiting_child(
-        payload
-    ):
+    if isinstance(service, RoutedDelegationService) and await service.cancel_waiting_child(payload):
         return
     await cancel_local(payload["child_thread_id"])
