@@ -34,8 +34,13 @@ WHEELHOUSE_SOURCES = (
     "packages/awaken-testing",
 )
 # The real JS clients the tests drive: ai@6 and @ag-ui/client (awaken-server), the
-# official MCP TypeScript SDK (awaken-mcp); each pinned by its package-lock.json.
-JS_CLIENTS = (ROOT / "tests" / "server" / "js", ROOT / "tests" / "mcp" / "js")
+# official MCP TypeScript SDK (awaken-mcp), @a2a-js/sdk (awaken-protocol-a2a); each
+# pinned by its package-lock.json.
+JS_CLIENTS = (
+    ROOT / "tests" / "server" / "js",
+    ROOT / "tests" / "mcp" / "js",
+    ROOT / "tests" / "protocol_a2a" / "js",
+)
 
 
 def _say(text: str) -> None:
@@ -121,7 +126,9 @@ def _wheelhouse(hatch_cmd: list[str]) -> None:
 
 def _npm_clients() -> None:
     if shutil.which("npm") is None:
-        _say("no npm: the JS client tests (awaken-server, awaken-mcp) will skip (install Node 20)")
+        _say(
+            "no npm: the JS client tests (awaken-server, awaken-mcp, awaken-protocol-a2a) will skip (install Node 20)"
+        )
         return
     for folder in JS_CLIENTS:
         lock = folder / "package-lock.json"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -104,11 +105,12 @@ def stop(served: Served) -> None:
         served.process.wait()
 
 
-async def connect(served: Served, agent_id: str, key: str) -> tuple[Client, httpx.AsyncClient]:
+@contextlib.asynccontextmanager
+async def connect(served: Served, agent_id: str, key: str) -> AsyncIterator[Client]:
     """An ``a2a-sdk`` client for ``agent_id`` (from its card), with a bearer key."""
-    http = httpx.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=30)
-    card = ParseDict((await http.get(served.card_url(agent_id))).json(), pb.AgentCard())
-    return ClientFactory(ClientConfig(httpx_client=http, streaming=True)).create(card), http
+    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=30) as http:
+        card = ParseDict((await http.get(served.card_url(agent_id))).json(), pb.AgentCard())
+        yield ClientFactory(ClientConfig(httpx_client=http, streaming=True)).create(card)
 
 
 def user_message(

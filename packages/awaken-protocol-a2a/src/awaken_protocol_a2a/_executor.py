@@ -33,7 +33,7 @@ from awaken_runtime import (
 from ._answers import AnswerError, read_answer
 from ._events import EventWriter
 from ._tasks import profile_of, thread_for
-from ._wire import TICKETS_KEY, data_parts, message_text
+from ._wire import TICKETS_KEY, data_parts, message_text, question
 
 if TYPE_CHECKING:
     from awaken_runtime import Runtime
@@ -104,15 +104,17 @@ class AwakenAgentExecutor(AgentExecutor):
         if any(m.message_id == message.message_id for m in current.history):
             await writer.status(
                 pb.TASK_STATE_INPUT_REQUIRED,
-                f"message {message.message_id} was already received; the task still waits "
-                f"for: {current.status.message.parts[0].text if pending else 'input'}",
+                "\n".join(
+                    [f"message {message.message_id} was already received", *map(question, pending)]
+                ),
                 tickets=pending,
             )
             return
         try:
             ticket, decision = read_answer(message, pending)
         except AnswerError as exc:
-            await writer.status(pb.TASK_STATE_INPUT_REQUIRED, str(exc), tickets=pending)
+            again = "\n".join([str(exc), *(question(t) for t in pending)])
+            await writer.status(pb.TASK_STATE_INPUT_REQUIRED, again, tickets=pending)
             return
         token = CancellationToken()
         events = self.runtime.stream_resume(ticket, decision, cancel=token)
