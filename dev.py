@@ -127,7 +127,8 @@ def _wheelhouse(hatch_cmd: list[str]) -> None:
 def _npm_clients() -> None:
     if shutil.which("npm") is None:
         _say(
-            "no npm: the JS client tests (awaken-server, awaken-mcp, awaken-protocol-a2a) will skip (install Node 20)"
+            "no npm: the JS client tests (awaken-server, awaken-mcp, awaken-protocol-a2a) "
+            "will skip (install Node 20)"
         )
         return
     for folder in JS_CLIENTS:

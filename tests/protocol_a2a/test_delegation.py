@@ -43,13 +43,17 @@ async def test_the_childs_events_stream_into_the_parents_stream(
         responses = await collect(client.send_message(user_message("delegate: weather please")))
     task = final_task(responses)
     assert task.status.state == pb.TASK_STATE_COMPLETED
-    assert streamed_text(responses).startswith('Parent got: {"agent_id":"child","status":"completed"')
+    assert streamed_text(responses).startswith(
+        'Parent got: {"agent_id":"child","status":"completed"'
+    )
     assert "sunny in Paris" in streamed_text(responses)
     events = awaken_events(responses)
     child_start = next(e for e in events if e["type"] == "run_start" and e["agent_id"] == "child")
     assert child_start["parent_run_id"] == task.id  # linked to the parent's run
     child_run = child_start["run_id"]
-    text = "".join(e["delta"] for e in events if e["type"] == "text_delta" and e["run_id"] == child_run)
+    text = "".join(
+        e["delta"] for e in events if e["type"] == "text_delta" and e["run_id"] == child_run
+    )
     assert text == "Let me check.Result: sunny in Paris. All done."
     tools = [e["name"] for e in events if e["type"] == "tool_call_ready"]
     assert tools == ["agent_run", "get_weather"]  # the parent's call, then the child's

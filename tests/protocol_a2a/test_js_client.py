@@ -29,7 +29,9 @@ def test_the_js_sdk_streams_answers_and_cancels_through_input_required(child: Se
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["card"]["name"] == "child"
     weather = out["weather"]
-    assert weather["states"][0] == "TASK_STATE_SUBMITTED" and weather["last"] == "TASK_STATE_COMPLETED"
+    assert (
+        weather["states"][0] == "TASK_STATE_SUBMITTED" and weather["last"] == "TASK_STATE_COMPLETED"
+    )
     assert weather["text"] == "Let me check.Result: sunny in Paris. All done."
     assert weather["chunks"] > 2
     assert out["asked"]["last"] == "TASK_STATE_INPUT_REQUIRED"

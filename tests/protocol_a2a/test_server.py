@@ -141,7 +141,10 @@ async def test_a_duplicate_follow_up_does_not_resume_twice(child: Served) -> Non
 
 
 async def test_another_key_does_not_see_the_task(child: Served) -> None:
-    async with connect(child, "child", CHILD_KEY) as client, connect(child, "child", OTHER_KEY) as other:
+    async with (
+        connect(child, "child", CHILD_KEY) as client,
+        connect(child, "child", OTHER_KEY) as other,
+    ):
         asked = final_task(await collect(client.send_message(user_message("delete it"))))
         with pytest.raises(TaskNotFoundError):
             await other.get_task(pb.GetTaskRequest(id=asked.id))
