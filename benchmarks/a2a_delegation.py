@@ -74,10 +74,11 @@ def _start_child(tmp: Path, store: str) -> tuple[subprocess.Popen[bytes], str]:
         "AWAKEN_SERVER_KEYS": f"{KEY}:bench",
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
     }
+    url = f"sqlite:///{tmp / 'child.db'}" if store == "sqlite" else "memory://"
     cmd = [
         sys.executable, "-c", "from awaken_runtime.cli._main import main; raise SystemExit(main())",
         "a2a", "serve", "--agents", str(HERE / "a2a" / "worker.toml"),
-        "--setup", "setup_worker:setup", "--store", f"sqlite:///{tmp / 'child.db'}" if store == "sqlite" else "memory://",
+        "--setup", "setup_worker:setup", "--store", url,
         "--port", str(port),
     ]  # fmt: skip
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -116,9 +117,13 @@ def _runtime(card_url: str) -> Runtime:
         builder.with_provider(pid, executor)
         builder.with_model(ModelSpec(id=pid, provider=pid, model="s"))
     child.record_requests = False
-    builder.with_provider("p-child", child).with_model(ModelSpec(id="m", provider="p-child", model="s"))
+    builder.with_provider("p-child", child).with_model(
+        ModelSpec(id="m", provider="p-child", model="s")
+    )
     builder.with_agent_spec(AgentConfig(id="worker", model_binding="m"))
-    builder.with_agent_spec(AgentConfig(id="native", model_binding="p-native", delegates=["worker"]))
+    builder.with_agent_spec(
+        AgentConfig(id="native", model_binding="p-native", delegates=["worker"])
+    )
     builder.with_agent_spec(AgentConfig(id="a2a", model_binding="p-a2a", delegates=["remote"]))
     builder.with_remote_delegate("remote", A2ADelegate(card_url, token=KEY))
     return builder.build()

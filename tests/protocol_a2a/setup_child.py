@@ -1,12 +1,15 @@
-"""``--setup setup_child:setup``: a scripted model and two tools for the child agent.
+"""``--setup setup_child:setup``: a scripted model and four tools for the child agent.
 
 The model reacts to the last message: "weather" calls ``get_weather``
 (allowed), "delete" calls ``delete_file`` (the permissions plugin asks a
-human), "ask" calls ``ask_user`` (a question whose answer is the result);
-after a tool result it answers with that result; otherwise it echoes.
+human), "slow" calls ``wait_a_bit`` (1.5 s), "ask" calls ``ask_user`` (a
+question whose answer is the result); after a tool result it answers with
+that result; otherwise it echoes.
 """
 
 from __future__ import annotations
+
+import asyncio
 
 from awaken_runtime import (
     AgentRuntimeBuilder,
@@ -40,6 +43,17 @@ def delete_file(path: str) -> str:
 
 
 @tool
+async def wait_a_bit(seconds: float) -> str:
+    """Wait, then say so (a long call, so a cancel can arrive while it runs).
+
+    Args:
+        seconds: How long to wait.
+    """
+    await asyncio.sleep(seconds)
+    return f"waited {seconds}s"
+
+
+@tool
 def ask_user(question: str) -> str:
     """Ask the user a question; the answer is the result.
 
@@ -58,6 +72,8 @@ def _turn(request: InferenceRequest) -> ScriptedTurn | str:
         return ScriptedTurn.call("get_weather", {"city": "Paris"}, text="Let me check.")
     if "delete" in text:
         return ScriptedTurn.call("delete_file", {"path": "/tmp/x.txt"})
+    if "slow" in text:
+        return ScriptedTurn.call("wait_a_bit", {"seconds": 1.5})
     if "ask" in text:
         return ScriptedTurn.call("ask_user", {"question": "Which colour?"})
     return f"Hello! You said: {last.text}"
@@ -71,3 +87,4 @@ def setup(builder: AgentRuntimeBuilder) -> None:
     builder.with_tool(get_weather)
     builder.with_tool(delete_file)
     builder.with_tool(ask_user)
+    builder.with_tool(wait_a_bit)

@@ -96,6 +96,31 @@ async def test_cancelling_the_parent_cancels_the_childs_task(parent: Served, chi
     assert reached.status.state == pb.TASK_STATE_CANCELED
 
 
+async def test_cancelling_a_running_parent_cancels_the_running_child(
+    parent: Served, child: Served
+) -> None:
+    async with connect(parent, "parent", PARENT_KEY) as client:
+        stream = client.send_message(user_message("delegate: slow work"))
+        remote_id = task_id = ""
+        async for item in stream:
+            if item.HasField("task"):
+                task_id = item.task.id
+            events = awaken_events([item])
+            if (
+                events
+                and events[0]["type"] == "tool_call_ready"
+                and events[0]["name"] == "wait_a_bit"
+            ):
+                remote_id = events[0]["run_id"]  # the child is inside its long call
+                break
+        assert remote_id and task_id
+        cancelled = await client.cancel_task(pb.CancelTaskRequest(id=task_id))
+        assert cancelled.status.state == pb.TASK_STATE_CANCELED
+    async with connect(child, "child", CHILD_KEY) as remote:
+        reached = await remote.get_task(pb.GetTaskRequest(id=remote_id))
+    assert reached.status.state == pb.TASK_STATE_CANCELED
+
+
 async def test_a_remote_that_is_down_is_an_error_the_model_sees(orphan: Served) -> None:
     async with connect(orphan, "parent", PARENT_KEY) as client:
         responses = await collect(client.send_message(user_message("delegate: weather please")))

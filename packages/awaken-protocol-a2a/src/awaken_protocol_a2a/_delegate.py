@@ -127,9 +127,7 @@ class A2ADelegate:
         task_id = str(payload.get("child_run_id") or "")
         if not task_id:
             return
-        client = await self._connect()
-        with contextlib.suppress(A2AError):  # not cancelable: it ended meanwhile
-            await client.cancel_task(pb.CancelTaskRequest(id=task_id))
+        await _cancel_remote(await self._connect(), task_id)
 
     async def _exchange(self, request: DelegationRequest, message: pb.Message) -> ChildOutcome:
         failure: Exception | None = None
@@ -178,9 +176,7 @@ class A2ADelegate:
                     step.cancel()
                     with contextlib.suppress(BaseException):
                         await step
-                    if leg.task_id:
-                        with contextlib.suppress(A2AError):
-                            await client.cancel_task(pb.CancelTaskRequest(id=leg.task_id))
+                    await _cancel_remote(client, leg.task_id)
                     leg.state = pb.TASK_STATE_CANCELED
                     break
                 try:
@@ -189,11 +185,22 @@ class A2ADelegate:
                     break
                 if leg.ended():
                     break
+        except asyncio.CancelledError:
+            # The parent's run interrupts its armed tool call when it is cancelled.
+            await asyncio.shield(_cancel_remote(client, leg.task_id))
+            raise
         finally:
             cancelled.cancel()
             with contextlib.suppress(BaseException):
                 await stream.aclose()  # type: ignore[attr-defined]
         return leg.outcome(request.agent_id)
+
+
+async def _cancel_remote(client: Client, task_id: str) -> None:
+    """CancelTask, if the remote task exists; one that ended meanwhile is left as it is."""
+    if task_id:
+        with contextlib.suppress(A2AError, httpx.HTTPError):
+            await client.cancel_task(pb.CancelTaskRequest(id=task_id))
 
 
 def _unreachable(exc: Exception) -> bool:
