@@ -183,7 +183,11 @@ async def test_a_new_task_in_a_context_whose_run_waits_is_rejected(child: Served
 async def test_subscribe_and_list_tasks_of_a_context(child: Served) -> None:
     async with connect(child, "child", CHILD_KEY) as client:
         asked = final_task(await collect(client.send_message(user_message("delete it"))))
-        events = await collect(client.subscribe(pb.SubscribeToTaskRequest(id=asked.id)))
-        assert events[0].task.status.state == pb.TASK_STATE_INPUT_REQUIRED
+        # A waiting task's subscription stays open for what comes next: read its snapshot.
+        stream = client.subscribe(pb.SubscribeToTaskRequest(id=asked.id))
+        first = await anext(stream)
+        await stream.aclose()  # type: ignore[attr-defined]
+        assert first.task.id == asked.id
+        assert first.task.status.state == pb.TASK_STATE_INPUT_REQUIRED
         listed = await client.list_tasks(pb.ListTasksRequest(context_id=asked.context_id))
         assert [t.id for t in listed.tasks] == [asked.id]

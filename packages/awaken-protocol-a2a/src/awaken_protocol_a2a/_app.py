@@ -114,11 +114,14 @@ def create_a2a_app(
     base_url: str,
     keys: KeyRing | None = None,
     close_runtime: bool = False,
+    idle_release: float | None = 300.0,
 ) -> ASGIApp:
     """The A2A server of ``agent_ids`` as an ASGI app reachable at ``base_url``.
 
     ``keys`` defaults to auth off (``KeyRing(None)``: every caller is profile
-    ``default``). Mount it in another Starlette app or run it with uvicorn.
+    ``default``). A task waiting for input longer than ``idle_release`` seconds
+    leaves memory (its follow-up reads it back from the store). Mount the app in
+    another Starlette app or run it with uvicorn.
     """
     ring = keys if keys is not None else KeyRing(None)
     base = base_url.rstrip("/")
@@ -131,6 +134,7 @@ def create_a2a_app(
             AwakenAgentExecutor(runtime, agent_id),
             AwakenTaskStore(runtime, agent_id),
             card,
+            interrupted_task_timeout=idle_release,
         )
         handlers.append(handler)
         routes += create_agent_card_routes(card, card_url=path + CARD_PATH)
