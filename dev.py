@@ -34,11 +34,12 @@ WHEELHOUSE_SOURCES = (
     "packages/awaken-testing",
 )
 # The real JS clients the tests drive: ai@6 and @ag-ui/client (awaken-server), the
-# official MCP TypeScript SDK (awaken-mcp), the official ACP TypeScript SDK
-# (awaken-protocol-acp); each pinned by its package-lock.json.
+# official MCP TypeScript SDK (awaken-mcp), @a2a-js/sdk (awaken-protocol-a2a), the
+# official ACP TypeScript SDK (awaken-protocol-acp); each pinned by its package-lock.json.
 JS_CLIENTS = (
     ROOT / "tests" / "server" / "js",
     ROOT / "tests" / "mcp" / "js",
+    ROOT / "tests" / "protocol_a2a" / "js",
     ROOT / "tests" / "protocol_acp" / "js",
 )
 
@@ -127,8 +128,8 @@ def _wheelhouse(hatch_cmd: list[str]) -> None:
 def _npm_clients() -> None:
     if shutil.which("npm") is None:
         _say(
-            "no npm: the JS client tests (awaken-server, awaken-mcp, awaken-protocol-acp) "
-            "will skip (install Node 20)"
+            "no npm: the JS client tests (awaken-server, awaken-mcp, awaken-protocol-a2a, "
+            "awaken-protocol-acp) will skip (install Node 20)"
         )
         return
     for folder in JS_CLIENTS:

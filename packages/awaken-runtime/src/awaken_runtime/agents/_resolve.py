@@ -104,6 +104,8 @@ class Registries:
     """Discovered tool ids registered twice, with the error to report."""
     unavailable_providers: dict[str, Exception] = field(default_factory=dict)
     """Discovered provider ids registered twice, with the error to report."""
+    remote_agents: dict[str, Any] = field(default_factory=dict)
+    """Agent ids served elsewhere (remote delegates), each with its delegation service."""
 
 
 @dataclass(slots=True)
@@ -258,8 +260,9 @@ def resolve_agent(
     tools: dict[str, Tool] = {
         tid: _lookup(agent_id, "tool", tid, registries.tools) for tid in config.tool_ids
     }
+    delegates = {**registries.agents, **registries.remote_agents}  # local and remote peers
     for delegate in config.delegates:
-        _lookup(agent_id, "delegate agent", delegate, registries.agents)
+        _lookup(agent_id, "delegate agent", delegate, delegates)
     stray = set(config.plugin_config) - set(config.plugin_ids)
     if stray:
         raise AgentConfigError(

@@ -204,6 +204,6 @@ class Resumer:
         ctx.kept_tickets = []
         for ticket in parked.tickets:
             if ticket.await_reason is AwaitReason.DELEGATION and ctx.cancel_child is not None:
-                await ctx.cancel_child(ticket.payload["child_thread_id"])
+                await ctx.cancel_child(ticket.payload)
         loop.start_event("cancel", parked.tickets)
         return await loop.finish(Cancelled())

@@ -103,8 +103,8 @@ class RunContext:
         self.tree: DelegationTree | None = None
         self.ticket_secret: bytes | None = None
         self.children: ChildRunner | None = None
-        self.cancel_child: Callable[[str], Awaitable[object]] | None = None
-        """Cancels a waiting child run by thread id (set by the runtime)."""
+        self.cancel_child: Callable[[dict[str, Any]], Awaitable[object]] | None = None
+        """Cancels the waiting child of a DELEGATION ticket payload (set by the runtime)."""
         self.delegation_tool_id = "agent_run"
         self.parallel_limit = 1
         """How many delegation calls of one response may run at once (1: sequential)."""

@@ -12,7 +12,9 @@ from ..delegation._delegation import (
     MAX_DELEGATION_DEPTH,
     MAX_DESCENDANTS,
     NativeDelegationService,
+    RunDelegationService,
 )
+from ..delegation._routed import RoutedDelegationService
 from ..models._model import LlmExecutor, ModelSpec
 from ..plugins._plugin import Plugin
 from ..stores._thread_store import ThreadStore
@@ -127,6 +129,22 @@ class AgentRuntimeBuilder:
         self._limits = (max_depth, max_descendants)
         return self
 
+    def with_remote_delegate(
+        self, agent_id: str, service: RunDelegationService
+    ) -> AgentRuntimeBuilder:
+        """Serve delegate ``agent_id`` through ``service`` (e.g. an A2A peer from
+        ``awaken-protocol-a2a``): agents may list it in ``delegates`` as if it were
+        local, and ``agent_run`` calls to it go to ``service``; other ids stay native."""
+        if not isinstance(service, RunDelegationService):
+            raise TypeError(
+                f"remote delegate {agent_id!r}: {service!r} is not a RunDelegationService "
+                f"(it needs tool_id, supports_parallel, delegate and resume)"
+            )
+        if agent_id in self._reg.agents:
+            raise DuplicateIdError("agent", agent_id, "the builder", "a remote delegate")
+        self._put(self._reg.remote_agents, "remote delegate", agent_id, service)
+        return self
+
     def with_observer(self, observer: RunObserver) -> AgentRuntimeBuilder:
         """Report every run leg, inference and tool call to ``observer`` (e.g.
         ``awaken_otel.GenAITelemetry`` for OpenTelemetry traces and metrics)."""
@@ -141,6 +159,7 @@ class AgentRuntimeBuilder:
             models=dict(self._reg.models),
             providers=dict(self._reg.providers),
             plugins=dict(self._reg.plugins),
+            remote_agents=dict(self._reg.remote_agents),
         )
         found: Discovery | None = None
         if self._discover:
@@ -171,4 +190,6 @@ class AgentRuntimeBuilder:
             runtime.delegation = NativeDelegationService(
                 runtime, max_depth=depth, max_descendants=descendants
             )
+        if reg.remote_agents:
+            runtime.delegation = RoutedDelegationService(runtime.delegation, reg.remote_agents)
         return runtime

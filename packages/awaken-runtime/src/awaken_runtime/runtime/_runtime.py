@@ -17,6 +17,7 @@ from ..delegation._delegation import (
     NativeDelegationService,
     RunDelegationService,
 )
+from ..delegation._routed import cancel_child
 from ..lifecycle._events import AgentEvent
 from ..lifecycle._run_state import RunState
 from ..messages._message import Message, new_id
@@ -316,10 +317,10 @@ class Runtime:
             [(ticket, decision)], cancel=request.cancel, on_event=request.on_event, parent=request
         )
 
-    async def _cancel_child(self, thread_id: str) -> None:
+    async def _cancel_child(self, payload: dict[str, Any]) -> None:
         # ResumeRejected: the child is not waiting (it finished or was cancelled already).
         with contextlib.suppress(ResumeRejected):
-            await self.cancel_waiting(thread_id)
+            await cancel_child(self.delegation, payload, self.cancel_waiting)
 
     async def cancel_waiting(
         self, thread_id: str, *, on_event: EventSink | None = None
