@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import AsyncIterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +13,7 @@ import psycopg
 import pytest
 
 from awaken_run_ingress import RunIngress, Worker
-from awaken_runtime import AgentRuntimeBuilder, Approve, Phase, ScopeBinding
+from awaken_runtime import AgentRuntimeBuilder, Approve, Phase, ScheduledAction, ScopeBinding
 from awaken_runtime.stores import open_store
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -136,3 +136,20 @@ async def test_decisions_resume_a_waiting_run_and_a_duplicate_collapses(
     with psycopg.connect(env.dsn, options=f"-c search_path={env.ledger}") as conn:
         (count,) = conn.execute("SELECT count(*) FROM executions WHERE step = 3").fetchone()
     assert count == 1
+
+
+async def test_a_wake_up_queued_twice_is_one_job_and_one_without_a_time_is_none(
+    env: Schemas, ingress: RunIngress
+) -> None:
+    later = datetime.now(UTC) + timedelta(hours=1)
+    timed = [ScheduledAction(name="remind", at=later), ScheduledAction(name="remind")]
+    first = await ingress.wake("reminder", "t-w", "run-ended", timed)
+    again = await ingress.wake("reminder", "t-w", "run-ended", list(reversed(timed)))
+    assert first is not None and again is not None and first.run_id == again.run_id
+    assert await ingress.wake("reminder", "t-w", "run-other", [ScheduledAction(name="x")]) is None
+    with psycopg.connect(env.dsn) as conn:
+        (count,) = conn.execute(  # type: ignore[misc]
+            f'SELECT count(*) FROM "{env.queue}".pgqueuer WHERE entrypoint = %s'.encode(),
+            ("awaken.run.reminder",),
+        ).fetchone()
+    assert count == 1, "a redelivered wake-up must not queue a second run"

@@ -135,25 +135,37 @@ class RunHub:
                 headers={"Retry-After": "1"},
             )
 
-    async def _launch(
-        self, run: LiveRun, source: Callable[[CancellationToken], AsyncIterator[AgentEvent]]
-    ) -> LiveRun:
-        started = asyncio.Event()
+    def _spawn(
+        self,
+        run: LiveRun,
+        events: AsyncIterator[AgentEvent],
+        started: asyncio.Event | None = None,
+    ) -> None:
+        """Feed ``events`` into ``run``'s buffer as a task (``started``: set at the first
+        event or the end); what the source raises goes to the run's listeners."""
 
         async def drive() -> None:
             error: BaseException | None = None
             try:
-                async for event in source(run.cancel):
+                async for event in events:
                     run.push(event)
-                    started.set()
+                    if started is not None:
+                        started.set()
             except Exception as exc:  # the run's failure goes to its listeners
                 error = exc
             finally:
                 run.finish(error)
-                started.set()
+                if started is not None:
+                    started.set()
 
         self._live[run.run_id] = run
         run.task = asyncio.create_task(drive(), name=f"awaken-run-{run.run_id}")
+
+    async def _launch(
+        self, run: LiveRun, source: Callable[[CancellationToken], AsyncIterator[AgentEvent]]
+    ) -> LiveRun:
+        started = asyncio.Event()
+        self._spawn(run, source(run.cancel), started)
         await started.wait()
         if not run.events and run.error is not None:
             del self._live[run.run_id]

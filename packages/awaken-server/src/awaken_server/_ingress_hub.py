@@ -64,18 +64,7 @@ class IngressHub(RunHub):
                     return
 
     async def _follow(self, run: LiveRun, events: AsyncIterator[AgentEvent]) -> LiveRun:
-        async def drive() -> None:
-            error: BaseException | None = None
-            try:
-                async for event in events:
-                    run.push(event)
-            except Exception as exc:  # the follower's failure goes to its listeners
-                error = exc
-            finally:
-                run.finish(error)
-
-        self._live[run.run_id] = run
-        run.task = asyncio.create_task(drive(), name=f"awaken-follow-{run.run_id}")
+        self._spawn(run, events)  # no wait for a first event: a queued run may wait long
         return run
 
     async def start(
