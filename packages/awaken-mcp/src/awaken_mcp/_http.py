@@ -17,10 +17,9 @@ from typing import Any
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
 from starlette.requests import HTTPConnection
-from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from awaken_server import KeyRing, Problem
+from awaken_server import KeyRing, Problem, problem_response
 
 from ._server import PRINCIPAL_STATE
 
@@ -38,13 +37,7 @@ def create_http_app(
             try:
                 principal = keys.authenticate(HTTPConnection(scope))
             except Problem as problem:
-                response = JSONResponse(
-                    problem.body(),
-                    status_code=problem.status,
-                    headers=problem.headers,
-                    media_type="application/problem+json",
-                )
-                await response(scope, receive, send)
+                await problem_response(problem)(scope, receive, send)
                 return
             scope.setdefault("state", {})[PRINCIPAL_STATE] = principal.profile_id
         await inner(scope, receive, send)

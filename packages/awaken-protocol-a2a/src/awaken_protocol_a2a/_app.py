@@ -26,11 +26,10 @@ from a2a.server.routes import (
 from a2a.types import a2a_pb2 as pb
 from starlette.applications import Starlette
 from starlette.requests import HTTPConnection, Request
-from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from awaken_server import KeyRing, Problem
+from awaken_server import KeyRing, Problem, problem_response
 
 from ._executor import AwakenAgentExecutor
 from ._tasks import PROFILE_STATE, AwakenTaskStore
@@ -95,13 +94,7 @@ class _Auth:
             try:
                 principal = self.keys.authenticate(HTTPConnection(scope))
             except Problem as problem:
-                response = JSONResponse(
-                    problem.body(),
-                    status_code=problem.status,
-                    headers=problem.headers,
-                    media_type="application/problem+json",
-                )
-                await response(scope, receive, send)
+                await problem_response(problem)(scope, receive, send)
                 return
             scope.setdefault("state", {})[PROFILE_STATE] = principal.profile_id
         await self.app(scope, receive, send)

@@ -11,7 +11,7 @@ from ._agui import AGUITranscoder
 from ._aisdk import UIMessageStreamTranscoder
 from ._app import ServerConfig, create_app
 from ._keys import KEYS_ENV, KeyConfigError, KeyRing, Principal
-from ._problems import Problem
+from ._problems import Problem, problem_response
 
 __all__ = [
     "KEYS_ENV",
@@ -27,4 +27,5 @@ __all__ = [
     "create_app",
     "load_agent_files",
     "load_setup",
+    "problem_response",
 ]
