@@ -26,15 +26,31 @@ from _section import cpu_seconds
 __all__ = ["ClientMeter", "install_task_meter", "record"]
 
 
-def _client_threads_cpu() -> float:
-    """CPU of litellm's own threads (its logging pool) so far."""
-    total = 0.0
-    for thread in threading.enumerate():
-        client = thread.name.startswith(("litellm", "AnyIO worker"))
-        if client and thread.ident is not None:
+class _ThreadsClock:
+    """The CPU of the threads whose name starts with one of ``prefixes``, summed so far.
+
+    Threads come and go (a store's I/O thread ends when idle and the next job starts a
+    new one): each thread's last reading is kept after it ends, and a thread id reused
+    by a new thread (its clock went back) starts a new account.
+    """
+
+    def __init__(self, *prefixes: str) -> None:
+        self._prefixes = prefixes
+        self._last: dict[int, float] = {}
+        self._ended = 0.0
+
+    def __call__(self) -> float:
+        for thread in threading.enumerate():
+            ident = thread.ident
+            if ident is None or not thread.name.startswith(self._prefixes):
+                continue
             with contextlib.suppress(OSError, OverflowError):  # the thread just ended
-                total += time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
-    return total
+                now = time.clock_gettime(time.pthread_getcpuclockid(ident))
+                last = self._last.get(ident, 0.0)
+                if now < last:
+                    self._ended += last
+                self._last[ident] = now
+        return self._ended + sum(self._last.values())
 
 
 class ClientMeter:
@@ -43,13 +59,22 @@ class ClientMeter:
     def __init__(self) -> None:
         self.client = 0.0
         self.inside = False
-        self.threads = 0.0  # litellm's work in the loop's default executor
+        self.threads = 0.0  # litellm's work in the loop's default executor, finished
+        # litellm's work in the default executor still running: thread id -> its CPU at
+        # the start. A sample between two inferences counts what these did so far, so a
+        # long piece of client work in flight at a window's edge is not billed to awaken.
+        self.inflight: dict[int, tuple[float, bool]] = {}  # (CPU at start, client's?)
+        self.awaken_threads = 0.0  # awaken's work in the default executor, finished
+        self.client_threads = _ThreadsClock("litellm", "AnyIO worker")  # litellm's own
+        self.awaken_threads_cpu = _ThreadsClock("awaken")  # a durable store's I/O thread
         self.lock = threading.Lock()
         self.gc = 0.0  # the collector's CPU on the main thread outside client windows
         self.gc_at_start: list[float] = []
         self._gc_start = 0.0
         self.starts: list[float] = []
-        self.main_at_start: list[float] = []  # the main thread's CPU outside client windows
+        # awaken's own CPU: the main thread's outside client windows, awaken's threads (the
+        # store's I/O thread) and awaken's work in the default executor (sync tools)
+        self.awaken_at_start: list[float] = []
         self.client_at_start: list[float] = []
         self.body: list[dict[str, Any]] | None = None
         self.replay: list[Any] | None = None  # chunks to replay instead of calling litellm
@@ -63,17 +88,31 @@ class ClientMeter:
         else:
             self.gc += time.thread_time() - self._gc_start
 
+    def executor_cpu(self) -> tuple[float, float]:
+        """CPU in the default executor so far, work still running included: (the client's,
+        awaken's)."""
+        with self.lock:
+            client, awaken = self.threads, self.awaken_threads
+            for ident, (start, is_client) in self.inflight.items():
+                with contextlib.suppress(OSError, OverflowError):
+                    spent = time.clock_gettime(time.pthread_getcpuclockid(ident)) - start
+                    if is_client:
+                        client += spent
+                    else:
+                        awaken += spent
+        return client, awaken
+
     def install(self, litellm: Any) -> None:
         real = litellm.acompletion
         meter = self
 
         async def acompletion(**kwargs: Any) -> Any:
             meter.starts.append(cpu_seconds())
-            meter.main_at_start.append(time.thread_time() - meter.client)
+            main = time.thread_time() - meter.client
             meter.gc_at_start.append(meter.gc)
-            with meter.lock:
-                threads = meter.threads
-            meter.client_at_start.append(meter.client + threads + _client_threads_cpu())
+            threads, awaken = meter.executor_cpu()
+            meter.client_at_start.append(meter.client + threads + meter.client_threads())
+            meter.awaken_at_start.append(main + awaken + meter.awaken_threads_cpu())
             start = time.thread_time()  # the client's threads are counted apart
             meter.body = kwargs.get("messages")
             meter.inside = True
@@ -137,17 +176,24 @@ class _MeteredExecutor(concurrent.futures.ThreadPoolExecutor):
         self._meter = meter
 
     def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
-        if not _is_client(fn, args):
-            return super().submit(fn, *args, **kwargs)
+        client = _is_client(fn, args)  # else awaken's own (a sync tool's asyncio.to_thread)
         meter = self._meter
 
         def run() -> Any:
-            start = time.thread_time()
+            ident = threading.get_ident()
+            with meter.lock:
+                start = time.thread_time()
+                meter.inflight[ident] = (start, client)
             try:
                 return fn(*args, **kwargs)
             finally:
                 with meter.lock:
-                    meter.threads += time.thread_time() - start
+                    del meter.inflight[ident]
+                    spent = time.thread_time() - start
+                    if client:
+                        meter.threads += spent
+                    else:
+                        meter.awaken_threads += spent
 
         return super().submit(run)
 

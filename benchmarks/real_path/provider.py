@@ -9,25 +9,35 @@ the step to SQLite; the run ends at ``max_steps``.
 
 What is measured, in this process only (the server's CPU is not):
 
-* ``awaken us/step``: the process's CPU between the first and the last
+* ``awaken us/step``: awaken's own CPU between the first and the last
   inference of the run divided by S - 1 (run start and thread load are
-  reported apart, in ``run start ms``), minus the provider client's CPU;
+  reported apart, in ``run start ms``): the main thread's CPU outside the
+  provider client's windows, the CPU of awaken's own threads (the SQLite
+  store's I/O thread) and of awaken's work in the loop's default executor
+  (the sync tool's ``asyncio.to_thread``);
 * ``client us/step``: the CPU spent inside the provider client on those
   steps: ``litellm.acompletion`` (litellm's request handling, the OpenAI
   client, the JSON body, the HTTP request) and each streamed chunk's
   ``__anext__``, and the CPU of litellm's own threads (its logging pool),
   of its background tasks on the event loop and of what it runs in the
-  loop's default executor; with it ``body KB`` (the request's messages as JSON) and
-  ``body json us`` (``json.dumps`` of them, timed apart: the floor of the
-  body's serialization).
+  loop's default executor (work still running at a sample counted so far);
+  with it ``body KB`` (the request's messages as JSON) and ``body json us``
+  (``json.dumps`` of them, timed apart: the floor of the body's serialization);
+* ``other us/step``: the rest of the process's CPU, neither's by these
+  windows: the default executor's threads around litellm's jobs (queueing,
+  waking the loop, freeing what a job leaves) and the threads' GIL hand-offs.
+  Before, awaken's figure was the process's CPU minus the client's and held
+  this too; at 10,000 messages it is most of what grew (litellm's executor
+  jobs walk the 10,000 messages several times per request).
 
 ``gc us/step`` is the cyclic collector's share of awaken's figure.
 ``replayed us/step`` runs the same cell with ``litellm.acompletion``
-replaced by a replay of one recorded stream: awaken's own step with no
-client work at all. With the real client, awaken's figure still grows with
-the history (the cause is not pinned down: it is not awaken's own code, as
-the replay shows, and litellm keeps working on each request's messages in
-its threads and tasks beside the loop); the replay isolates awaken's share.
+replaced by a replay of one recorded stream: awaken's step with no client
+work at all. With the real client awaken's main thread still costs more at
+10,000 messages than at 0, most likely the client's doing: its threads run
+beside the loop on the shared cores, and the main thread takes about 130
+minor page faults a step at 10,000 messages against 3 at 0 (in and out of
+the client's windows); the replay isolates awaken's share.
 
 Cells run interleaved (each real cell followed by its replay), 7 rounds of
 S=10 and 3 of S=100; the median round is reported. At S=10 one of the nine
@@ -157,7 +167,7 @@ async def _cell(store: Any, base: str, meter: ClientMeter, h: int, s: int, n: in
     meter.starts.clear()
     meter.client_at_start.clear()
     meter.gc_at_start.clear()
-    meter.main_at_start.clear()
+    meter.awaken_at_start.clear()
     gc.collect()  # each cell starts from the same collector state
     start = cpu_seconds()
     state = await runtime.run("a", "go", thread_id=thread_id)
@@ -166,14 +176,16 @@ async def _cell(store: Any, base: str, meter: ClientMeter, h: int, s: int, n: in
     total = meter.starts[-1] - meter.starts[0]
     client = meter.client_at_start[-1] - meter.client_at_start[0]
     collector = meter.gc_at_start[-1] - meter.gc_at_start[0]
+    own = meter.awaken_at_start[-1] - meter.awaken_at_start[0]
     body = json.dumps(meter.body)
     t0 = time.perf_counter()
     json.dumps(meter.body)
     dumps = time.perf_counter() - t0
     return [
-        (total - client) / steps * 1e6,
+        own / steps * 1e6,
         collector / steps * 1e6,
         client / steps * 1e6,
+        (total - client - own) / steps * 1e6,
         len(body) / 1024,
         dumps * 1e6,
         (meter.starts[0] - start) * 1e3,
@@ -255,6 +267,7 @@ def main() -> None:
             "awaken us/step",
             "gc us/step",
             "client us/step",
+            "other us/step",
             "body KB",
             "body json us",
             "run start ms",
@@ -265,8 +278,11 @@ def main() -> None:
         rows=rows,
         checks=checks,
         notes=[
-            "awaken = this process's CPU per step minus the provider client's (litellm + "
-            "openai + httpx, incl. the body's JSON); median of the rounds",
+            "awaken = awaken's own CPU per step: the main thread outside the provider client's "
+            "windows (litellm + openai + httpx, incl. the body's JSON), awaken's threads and its "
+            "work in the default executor; median of the rounds",
+            "other = the process's CPU that is neither's (the default executor around litellm's "
+            "jobs, thread hand-offs)",
             "gc = the cyclic collector's CPU outside the client's windows (part of awaken)",
             "replayed = awaken's CPU per step in the same cell with litellm.acompletion replaced "
             "by a replay of one recorded stream of the server (no client work, no server; the "
