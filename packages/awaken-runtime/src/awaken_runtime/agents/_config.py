@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .._defaults import new_list
 from .._errors import AgentConfigError
 from ..messages._transcript import ContextPolicy, KeepAll
 from ..models._model import InferenceParams
@@ -29,12 +30,12 @@ class AgentConfig(BaseModel):
     id: str = Field(min_length=1)
     instructions: str = ""
     model_binding: str = Field(min_length=1, description="A ModelSpec id.")
-    tool_ids: list[str] = Field(default_factory=list)
-    plugin_ids: list[str] = Field(default_factory=list)
+    tool_ids: list[str] = Field(default_factory=new_list)
+    plugin_ids: list[str] = Field(default_factory=new_list)
     plugin_config: dict[str, dict[str, Any]] = Field(default_factory=dict)
     context_policy: ContextPolicy = Field(default_factory=KeepAll)
     max_steps: int = Field(default=32, ge=1)
-    delegates: list[str] = Field(default_factory=list)
+    delegates: list[str] = Field(default_factory=new_list)
     params: InferenceParams = Field(default_factory=InferenceParams)
     stop: StopConfig = Field(default_factory=StopConfig)
     """Stop conditions evaluated at every StepEnd."""

@@ -337,7 +337,7 @@ def resolve_agent(
             )
         tools[delegation_tool_id] = delegation
     descriptors = [t.descriptor for t in tools.values()]
-    resolved.snapshot = ExecutableAgentSnapshot(
+    resolved.snapshot = _snapshot(
         config=config,
         tools=descriptors,
         model=model,
@@ -347,3 +347,16 @@ def resolve_agent(
         ),
     )
     return resolved
+
+
+def _snapshot(**fields: Any) -> ExecutableAgentSnapshot:
+    """The snapshot of validated parts, without building its validator when it would
+    change nothing: given instances of its field types, validation keeps each as it is
+    (``plugins`` are always ``ResolvedPlugin``s built here). Anything else validates."""
+    if (
+        isinstance(fields["config"], AgentConfig)
+        and isinstance(fields["model"], ModelSpec)
+        and all(isinstance(d, ToolDescriptor) for d in fields["tools"])
+    ):
+        return ExecutableAgentSnapshot.model_construct(**fields)
+    return ExecutableAgentSnapshot(**fields)

@@ -10,6 +10,8 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .._defaults import new_list
+
 __all__ = ["LoopDetection", "StopConfig"]
 
 
@@ -29,7 +31,7 @@ class StopConfig(BaseModel):
     max_total_tokens: int | None = Field(default=None, ge=1)
     max_cost_usd: float | None = Field(default=None, gt=0)
     max_consecutive_tool_errors: int | None = Field(default=None, ge=1)
-    stop_on_tools: list[str] = Field(default_factory=list)
+    stop_on_tools: list[str] = Field(default_factory=new_list)
     stop_on_text: str | None = None
     """A regular expression searched in the model's text of each step."""
     loop_detection: LoopDetection | None = None

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_core import to_json
 
+from .._defaults import new_list
 from ..lifecycle._events import AgentEvent
 from ..lifecycle._failures import Phase
 from ..models._model import InferenceRequest, InferenceResponse, TokenUsage
@@ -68,7 +69,7 @@ class ChildOutcome(BaseModel):
     reason: str = ""
     usage: TokenUsage = Field(default_factory=TokenUsage)
     cost: float | None = None
-    tickets: list[ResumeTicket] = Field(default_factory=list)
+    tickets: list[ResumeTicket] = Field(default_factory=new_list)
     output: Any = None
     """The child's validated structured output, if it declares one (the parent's result)."""
 

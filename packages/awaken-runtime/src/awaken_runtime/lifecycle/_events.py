@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from .._defaults import new_list
 from ..models._model import TokenUsage
 from ..plugins._actions import ScheduledAction
 from ..state._engine import Command
@@ -95,11 +96,11 @@ class RunFinish(_Event):
     end_cause: EndCause | None = None
     ticket: ResumeTicket | None = None
     """The first pending ticket of a waiting run."""
-    tickets: list[ResumeTicket] = Field(default_factory=list)
+    tickets: list[ResumeTicket] = Field(default_factory=new_list)
     final_text: str = ""
     usage: TokenUsage
     cost: float | None = None
-    pending_actions: list[ScheduledAction] = Field(default_factory=list)
+    pending_actions: list[ScheduledAction] = Field(default_factory=new_list)
     """Scheduled actions the run ended before running (see ``RunState``)."""
     output: Any = None
     """The validated structured result, if the agent declares an output."""

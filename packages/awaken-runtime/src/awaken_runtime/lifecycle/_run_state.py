@@ -6,6 +6,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from .._defaults import new_list
 from ..messages._message import Message
 from ..models._model import TokenUsage
 from ..plugins._actions import ScheduledAction
@@ -37,11 +38,11 @@ class RunState(BaseModel):
     steps: int = 0
     usage: TokenUsage = Field(default_factory=TokenUsage)
     cost: float | None = None
-    new_messages: list[Message] = Field(default_factory=list)
-    log: list[CommittedBatch] = Field(default_factory=list)
+    new_messages: list[Message] = Field(default_factory=new_list)
+    log: list[CommittedBatch] = Field(default_factory=new_list)
     state: dict[StoreKey, Any] = Field(default_factory=dict, exclude=True)
-    tickets: list[ResumeTicket] = Field(default_factory=list)
-    pending_actions: list[ScheduledAction] = Field(default_factory=list)
+    tickets: list[ResumeTicket] = Field(default_factory=new_list)
+    pending_actions: list[ScheduledAction] = Field(default_factory=new_list)
     """Scheduled actions never run because the run ended first (e.g. a time not yet
     reached); kept in the run's state and reported here rather than dropped."""
     """For a ``WAITING`` run: one ticket per parked call."""

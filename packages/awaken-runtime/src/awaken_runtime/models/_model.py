@@ -8,6 +8,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._defaults import new_list
 from ..messages._message import Message, ToolCall
 from ..tools._tool import ToolDescriptor
 from ._errors import ErrorClass
@@ -144,7 +145,7 @@ class InferenceResponse(BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)
     text: str = ""
     reasoning: str = ""
-    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_calls: list[ToolCall] = Field(default_factory=new_list)
     usage: TokenUsage = Field(default_factory=TokenUsage)
     finish_reason: str = "stop"
     cost: float | None = None

@@ -7,6 +7,7 @@ from typing import Any, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._defaults import new_list
 from .._errors import AwakenError
 from ..messages._message import ToolCall, new_id
 from ._model import InferenceRequest, InferenceResponse, StreamDelta, TokenUsage
@@ -24,7 +25,7 @@ class ScriptedTurn(BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)
     text: str = ""
     reasoning: str = ""
-    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_calls: list[ToolCall] = Field(default_factory=new_list)
     usage: TokenUsage | None = None
     finish_reason: str | None = None
     """The provider's finish reason to report (default: ``tool_calls`` or ``stop``)."""

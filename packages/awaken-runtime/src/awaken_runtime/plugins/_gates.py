@@ -9,6 +9,7 @@ from typing import Any, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._defaults import new_list
 from ..messages._message import Message
 from ..state._effects import Effect
 from ..tools._tool import ToolOutput
@@ -43,7 +44,7 @@ class AwaitReason(enum.StrEnum):
 class _Decision(BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)
     rank: int = Field(default=0, exclude=True)
-    effects: list[Effect] = Field(default_factory=list)
+    effects: list[Effect] = Field(default_factory=new_list)
     """Side effects to run once the call's outcome is committed."""
 
 

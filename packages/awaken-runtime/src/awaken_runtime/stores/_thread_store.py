@@ -15,6 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._defaults import new_list
 from ..lifecycle._failures import EndCause, Phase
 from ..messages._message import Message
 from ..models._model import TokenUsage
@@ -63,7 +64,7 @@ class RunRecord(BaseModel):
     cost: float | None = None
     started_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     updated_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
-    pending_actions: list[ScheduledAction] = Field(default_factory=list)
+    pending_actions: list[ScheduledAction] = Field(default_factory=new_list)
     """For an ended run: the scheduled actions it never ran (``RunState.pending_actions``),
     kept with the record so whoever wakes the thread later finds them after a crash."""
 

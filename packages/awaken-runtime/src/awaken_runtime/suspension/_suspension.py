@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from .._defaults import new_list
 from .._errors import AwakenError
 from ..messages._message import Message, ToolCall
 from ..models._model import TokenUsage
@@ -200,9 +201,9 @@ class ParkedRun(BaseModel):
     seq: int
     usage: TokenUsage = Field(default_factory=TokenUsage)
     cost: float | None = None
-    run_state: list[tuple[str, Any]] = Field(default_factory=list)
+    run_state: list[tuple[str, Any]] = Field(default_factory=new_list)
     """Run-scope state at the park: ``(key, value)`` pairs."""
     tickets: list[ResumeTicket]
     """Tickets still waiting for a decision."""
-    held_messages: list[Message] = Field(default_factory=list)
+    held_messages: list[Message] = Field(default_factory=new_list)
     """AFTER_TOOL hook messages of the step, appended once all its calls are answered."""

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from .._defaults import new_list
 from ..messages._message import ContentPart
 from ..state._effects import Effect
 from ..state._engine import Command, Store
@@ -69,11 +70,11 @@ class ToolOutput(BaseModel):
     call_id: str = ""
     content: str = ""
     is_error: bool = False
-    parts: list[ContentPart] = Field(default_factory=list)
+    parts: list[ContentPart] = Field(default_factory=new_list)
     """Non-text content (images, audio, files) for the model, after ``content``, in
     OpenAI's part shapes; the tool message then carries ``content`` as its first part."""
-    state: list[Command] = Field(default_factory=list)
-    effects: list[Effect] = Field(default_factory=list)
+    state: list[Command] = Field(default_factory=new_list)
+    effects: list[Effect] = Field(default_factory=new_list)
     """Side effects to run after the call's batch commits."""
 
     @classmethod
