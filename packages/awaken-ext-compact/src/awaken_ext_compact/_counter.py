@@ -23,7 +23,14 @@ from ._estimate import EstimatedEncoding
 if TYPE_CHECKING:
     from tiktoken import Encoding
 
-__all__ = ["PER_MESSAGE", "PER_NAME", "PER_TOOL_CALL", "REPLY_PRIMING", "TokenCounter"]
+__all__ = [
+    "PER_MESSAGE",
+    "PER_NAME",
+    "PER_TOOL_CALL",
+    "REPLY_PRIMING",
+    "TokenCounter",
+    "arguments_json",
+]
 
 PER_MESSAGE = 3
 """Tokens every chat message costs beyond its role and content."""
@@ -35,6 +42,12 @@ REPLY_PRIMING = 3
 """Tokens that prime the assistant's reply in every request."""
 NON_TEXT_PART = 85
 """Flat cost of a non-text content part (e.g. a low-detail image)."""
+
+
+arguments_json = json.JSONEncoder(ensure_ascii=False).encode
+"""A tool call's arguments as the JSON text they are counted as: what
+``json.dumps(arguments, ensure_ascii=False)`` returns, without building an
+encoder per call."""
 
 
 def tool_schema_json(descriptor: ToolDescriptor) -> str:
@@ -118,7 +131,7 @@ class TokenCounter:
         if message.tool_call_id:
             total += len(enc(message.tool_call_id))
         for call in message.tool_calls or ():
-            arguments = json.dumps(call.arguments, ensure_ascii=False)
+            arguments = arguments_json(call.arguments)
             total += PER_TOOL_CALL + len(enc(call.id)) + len(enc(call.name)) + len(enc(arguments))
         return total
 
