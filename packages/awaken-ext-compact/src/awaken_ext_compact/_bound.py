@@ -41,13 +41,20 @@ def text_bound(text: str) -> int:
 
 def message_bound(message: Message) -> int:
     """At least :meth:`TokenCounter.count_message` of ``message``, whatever the encoding."""
-    total = PER_MESSAGE + len(message.role)
     content = message.content
-    if isinstance(content, str):
-        total += text_bound(content)
+    total = PER_MESSAGE + len(message.role)
+    if isinstance(content, str):  # the usual message: its text, and nothing else to add
+        total += len(content) if content.isascii() else text_bound(content)
     elif content:
         for part in content:
             total += text_bound(part.text or "") if part.type == "text" else NON_TEXT_PART
+    if message.tool_calls or message.name or message.tool_call_id:
+        total += _extras_bound(message)
+    return total
+
+
+def _extras_bound(message: Message) -> int:
+    total = 0
     if message.name:
         total += text_bound(message.name) + PER_NAME
     if message.tool_call_id:
