@@ -13,6 +13,7 @@ is cached under its id and computed once.
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -76,7 +77,15 @@ class TokenCounter:
     :class:`EstimatedEncoding` every count is its estimate.
     """
 
-    __slots__ = ("_contexts", "_messages", "_roles", "_tools", "encoding", "max_cached")
+    __slots__ = (
+        "_contexts",
+        "_last_tools",
+        "_messages",
+        "_roles",
+        "_tools",
+        "encoding",
+        "max_cached",
+    )
 
     def __init__(
         self, encoding: Encoding | EstimatedEncoding, *, max_cached: int = 500_000
@@ -85,6 +94,7 @@ class TokenCounter:
         self.max_cached = max_cached
         self._messages: dict[str, int] = {}
         self._tools: dict[str, int] = {}
+        self._last_tools: tuple[tuple[ToolDescriptor, ...], int] = ((), 0)
         self._contexts: dict[str, int] = {}
         self._roles: dict[str, int] = {}
 
@@ -153,6 +163,11 @@ class TokenCounter:
 
     def tools(self, descriptors: Sequence[ToolDescriptor]) -> int:
         """Tokens of the tool schemas a request carries."""
+        # Every step usually carries the same descriptors (frozen objects): compared
+        # by identity at C level, they are not looked up one by one again.
+        last, total = self._last_tools
+        if len(last) == len(descriptors) and all(map(operator.is_, last, descriptors)):
+            return total
         total = 0
         cache = self._tools
         for descriptor in descriptors:
@@ -161,6 +176,7 @@ class TokenCounter:
             if found is None:
                 found = cache[key] = self.text(tool_schema_json(descriptor))
             total += found
+        self._last_tools = (tuple(descriptors), total)
         return total
 
     def context(self, entries: Iterable[ContextMessage]) -> int:
