@@ -1,5 +1,9 @@
 """``ThreadTokens``: running token sums over one thread's transcript.
 
+``TokenSums`` holds the machinery (sync, prefix sums, checkpoint spans);
+``ThreadTokens`` counts tokens with an encoding, ``BoundTokens`` (``_bound``)
+sums upper bounds without tokenizing.
+
 The transcript is append-only, so the index only ever ingests the messages
 added since the previous step; any span's token count is then a difference
 of two prefix sums. A step therefore costs O(new messages), not O(thread).

@@ -6,7 +6,9 @@ inference. The hook writes a :class:`TokenCheckpoint` every few steps, or
 with the other thread state it writes (a new summary); a new index takes
 it after checking it against the thread it is read with (encoding, cut
 limit, positions and ids), so a stale, foreign or corrupt checkpoint is
-ignored and the span recounted.
+ignored and the span recounted. A bound index (``_bound``) checkpoints its
+bounds the same way, under the encoding name ``bound:utf8``: an index only
+takes a checkpoint of its own kind.
 """
 
 from __future__ import annotations

@@ -78,8 +78,10 @@ class TokenCheckpoint(BaseModel):
     ids say which messages they were) as the request carries them, in the
     encoding ``encoding`` with tool results cut at ``cap`` tokens; ``cuts``
     lists the results that were cut: ``[position, characters kept (-1: the
-    cut is not a prefix of the text), full tokens]``. A checkpoint that does
-    not match the thread it is read with is ignored (and the span recounted).
+    cut is not a prefix of the text), full tokens]``. With ``encoding``
+    ``bound:utf8`` the numbers are byte bounds of the tokens instead, and
+    ``cuts`` the tool results whose bound exceeds ``cap``. A checkpoint that
+    does not match the thread it is read with is ignored (and the span recounted).
     """
 
     model_config = ConfigDict(frozen=True)
