@@ -133,7 +133,7 @@ class TokenSums:
             return 0
         # Whole-batch passes (C-level iteration, no per-message bookkeeping in
         # Python): a new index ingests a long thread at once.
-        batch = messages[first:stop]
+        batch = list(messages[first:stop])  # one pass over a view, then plain list passes
         costs = list(map(self._count, batch))
         ids = [m.id for m in batch]
         roles = [m.role for m in batch]
