@@ -30,7 +30,8 @@ from awaken_ext_compact import (
     load_encoding,
     tool_result_cap,
 )
-from awaken_ext_compact._bound import BOUND_NAME, BoundTokens, message_bound
+from awaken_ext_compact._bound import BOUND_NAME, BoundTokens, arguments_bound, message_bound
+from awaken_ext_compact._counter import arguments_json
 from awaken_ext_compact._state import StateReader
 from awaken_runtime import (
     CONTEXT_MESSAGES,
@@ -218,6 +219,48 @@ def test_a_random_text_bound_is_at_least_its_count(text: str) -> None:
         bound = message_bound(message)
         assert bound >= counter.count_message(message)
         assert bound >= estimate.count_message(message)
+
+
+PLAIN_ARGUMENTS = [
+    {},
+    {"q": "order 4471"},
+    {"q": "", "n": 3, "neg": -12345678901234567890, "ok": True, "no": False, "none": None},
+    {"path": "/tmp/x y.txt", "mode": "w+", "count": 0},
+]
+OTHER_ARGUMENTS = [
+    {"q": 'say "hi"'},
+    {'k"': 1},
+    {"q": "a back\\slash"},
+    {"q": 'a "quoted" \\ backslash'},
+    {"q": "line\nbreak\ttab\x00\x7f"},
+    {"q": "données 数据 🎉 \ud800"},
+    {"ratio": 0.1, "big": 1e300, "nan": float("nan"), "inf": float("inf")},
+    {"nested": {"a": [1, 2, {"b": None}]}, "list": ["x", 'y"']},
+    {"clé": 1, 'k"ey': 2},
+]
+
+
+@pytest.mark.parametrize("arguments", PLAIN_ARGUMENTS + OTHER_ARGUMENTS)
+def test_an_arguments_bound_is_at_least_their_json(arguments: dict[str, Any]) -> None:
+    size = len(arguments_json(arguments).encode("utf-8", "surrogatepass"))
+    bound = arguments_bound(arguments)
+    assert bound >= size
+    if arguments in PLAIN_ARGUMENTS and not any(type(v) is bool for v in arguments.values()):
+        assert bound == size  # measured exactly, without encoding
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.dictionaries(
+        st.text(max_size=8),
+        st.one_of(st.text(max_size=20), st.integers(), st.booleans(), st.none(), st.floats()),
+        max_size=5,
+    )
+)
+def test_a_random_arguments_bound_is_at_least_their_json(arguments: dict[str, Any]) -> None:
+    assert arguments_bound(arguments) >= len(
+        arguments_json(arguments).encode("utf-8", "surrogatepass")
+    )
 
 
 async def test_a_thread_under_the_trigger_is_not_tokenized() -> None:

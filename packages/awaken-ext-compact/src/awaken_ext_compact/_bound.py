@@ -19,13 +19,14 @@ therefore costs a byte count per new message.
 from __future__ import annotations
 
 from bisect import bisect_left, insort
+from typing import Any
 
 from awaken_runtime import Message
 
 from ._counter import NON_TEXT_PART, PER_MESSAGE, PER_NAME, PER_TOOL_CALL, arguments_json
 from ._index import TokenSums
 
-__all__ = ["BOUND_NAME", "BoundTokens", "message_bound", "text_bound"]
+__all__ = ["BOUND_NAME", "BoundTokens", "arguments_bound", "message_bound", "text_bound"]
 
 BOUND_NAME = "bound:utf8"
 """What a :class:`BoundTokens` counts (the ``encoding`` of its checkpoints)."""
@@ -61,8 +62,38 @@ def _extras_bound(message: Message) -> int:
         total += text_bound(message.tool_call_id)
     for call in message.tool_calls or ():
         total += PER_TOOL_CALL + text_bound(call.id) + text_bound(call.name)
-        total += text_bound(arguments_json(call.arguments))
+        total += arguments_bound(call.arguments)
     return total
+
+
+def arguments_bound(arguments: dict[str, Any]) -> int:
+    """At least the UTF-8 size of ``arguments_json(arguments)``.
+
+    Flat arguments of plain strings (printable ASCII without quotes or
+    backslashes, which JSON writes as they are), ints, bools and ``None`` are
+    measured without encoding them (``{"k": v, ...}``: 2 + 4 per item + 2 between
+    items + keys and values); anything else is encoded.
+    """
+    total = 2 + 2 * max(0, len(arguments) - 1)
+    for key, value in arguments.items():
+        if type(key) is not str or not _plain(key):
+            return text_bound(arguments_json(arguments))
+        total += len(key) + 4
+        kind = type(value)
+        if kind is str and _plain(value):
+            total += len(value) + 2
+        elif value is None or kind is bool:
+            total += 5  # null, true, false
+        elif kind is int:
+            total += len(str(value))
+        else:
+            return text_bound(arguments_json(arguments))
+    return total
+
+
+def _plain(text: str) -> bool:
+    """Whether JSON writes ``text`` as it is (between quotes)."""
+    return text.isascii() and text.isprintable() and '"' not in text and "\\" not in text
 
 
 class BoundTokens(TokenSums):
