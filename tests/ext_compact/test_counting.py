@@ -314,6 +314,27 @@ def test_tool_schema_json_is_stable() -> None:
     assert json.loads(tool_schema_json(d))["function"]["name"] == "t"
 
 
+def test_tool_counts_follow_the_descriptors_of_each_request() -> None:
+    from awaken_ext_compact._counter import tool_schema_json
+
+    counter = TokenCounter(load_encoding("o200k_base"))
+    small = ToolDescriptor(id="a", description="short", parameters={"type": "object"})
+    big = ToolDescriptor(id="b", description="a much longer description " * 20)
+    other = ToolDescriptor(id="a", description="short, but not the same", parameters={})
+
+    def expect(*tools: ToolDescriptor) -> int:
+        return sum(counter.text(tool_schema_json(d)) for d in tools)
+
+    tools = [small, big]
+    assert counter.tools(tools) == expect(small, big)
+    assert counter.tools(tools) == expect(small, big)  # the same descriptors again
+    tools[1] = other  # the same list object, changed in place: counted again
+    assert counter.tools(tools) == expect(small, other)
+    assert counter.tools([small]) == expect(small)  # a shorter request
+    assert counter.tools([small, big, other]) == expect(small, big, other)
+    assert counter.tools([]) == 0
+
+
 def test_failed_download_falls_back_to_the_estimate(
     offline_nothing: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -13,6 +13,7 @@ is cached under its id and computed once.
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +24,14 @@ from ._estimate import EstimatedEncoding
 if TYPE_CHECKING:
     from tiktoken import Encoding
 
-__all__ = ["PER_MESSAGE", "PER_NAME", "PER_TOOL_CALL", "REPLY_PRIMING", "TokenCounter"]
+__all__ = [
+    "PER_MESSAGE",
+    "PER_NAME",
+    "PER_TOOL_CALL",
+    "REPLY_PRIMING",
+    "TokenCounter",
+    "arguments_json",
+]
 
 PER_MESSAGE = 3
 """Tokens every chat message costs beyond its role and content."""
@@ -35,6 +43,12 @@ REPLY_PRIMING = 3
 """Tokens that prime the assistant's reply in every request."""
 NON_TEXT_PART = 85
 """Flat cost of a non-text content part (e.g. a low-detail image)."""
+
+
+arguments_json = json.JSONEncoder(ensure_ascii=False).encode
+"""A tool call's arguments as the JSON text they are counted as: what
+``json.dumps(arguments, ensure_ascii=False)`` returns, without building an
+encoder per call."""
 
 
 def tool_schema_json(descriptor: ToolDescriptor) -> str:
@@ -63,7 +77,15 @@ class TokenCounter:
     :class:`EstimatedEncoding` every count is its estimate.
     """
 
-    __slots__ = ("_contexts", "_messages", "_roles", "_tools", "encoding", "max_cached")
+    __slots__ = (
+        "_contexts",
+        "_last_tools",
+        "_messages",
+        "_roles",
+        "_tools",
+        "encoding",
+        "max_cached",
+    )
 
     def __init__(
         self, encoding: Encoding | EstimatedEncoding, *, max_cached: int = 500_000
@@ -72,6 +94,7 @@ class TokenCounter:
         self.max_cached = max_cached
         self._messages: dict[str, int] = {}
         self._tools: dict[str, int] = {}
+        self._last_tools: tuple[tuple[ToolDescriptor, ...], int] = ((), 0)
         self._contexts: dict[str, int] = {}
         self._roles: dict[str, int] = {}
 
@@ -118,7 +141,7 @@ class TokenCounter:
         if message.tool_call_id:
             total += len(enc(message.tool_call_id))
         for call in message.tool_calls or ():
-            arguments = json.dumps(call.arguments, ensure_ascii=False)
+            arguments = arguments_json(call.arguments)
             total += PER_TOOL_CALL + len(enc(call.id)) + len(enc(call.name)) + len(enc(arguments))
         return total
 
@@ -140,6 +163,11 @@ class TokenCounter:
 
     def tools(self, descriptors: Sequence[ToolDescriptor]) -> int:
         """Tokens of the tool schemas a request carries."""
+        # Every step usually carries the same descriptors (frozen objects): compared
+        # by identity at C level, they are not looked up one by one again.
+        last, total = self._last_tools
+        if len(last) == len(descriptors) and all(map(operator.is_, last, descriptors)):
+            return total
         total = 0
         cache = self._tools
         for descriptor in descriptors:
@@ -148,6 +176,7 @@ class TokenCounter:
             if found is None:
                 found = cache[key] = self.text(tool_schema_json(descriptor))
             total += found
+        self._last_tools = (tuple(descriptors), total)
         return total
 
     def context(self, entries: Iterable[ContextMessage]) -> int:

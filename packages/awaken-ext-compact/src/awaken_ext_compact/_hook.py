@@ -11,15 +11,17 @@ pinned into every request as its own entry. If the plan still exceeds the
 usable input (for example because the compactor failed or is backing off),
 the oldest safe prefix is dropped for that request only, with a context
 marker saying so. The transcript is never touched.
+
+Counting is incremental (the thread's index only ingests new messages) and
+lazy: until a byte-count upper bound of the plan reaches the trigger, the
+thread is not tokenized at all (``_bound``), so a step costs O(new
+messages) whatever the thread's length, and a fresh thread costs a ``len``
+per message rather than a tokenizer pass.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from awaken_runtime import (
     CONTEXT_MESSAGES,
@@ -33,13 +35,14 @@ from awaken_runtime import (
     inject,
 )
 
+from ._bound import BoundTokens
+from ._caches import Caches
 from ._compactor import CompactorError, summarize
 from ._config import CompactConfig
 from ._counter import REPLY_PRIMING, TokenCounter
 from ._cut import choose_cut, safe_at_or_after, safe_at_or_before
-from ._encodings import counting_encoding, encoding_for_model
-from ._index import ThreadIndexes, ThreadTokens
-from ._persist import checkpoint, read_checkpoint, restore
+from ._index import ThreadTokens, TokenSums
+from ._persist import checkpoint, read_checkpoint
 from ._plan import (
     drop_marker,
     pinned_entry,
@@ -48,7 +51,17 @@ from ._plan import (
     usable_input,
     window_start,
 )
-from ._state import BACKOFF, STATS, SUMMARY, CompactBackoff, Summary, next_backoff
+from ._state import (
+    BACKOFF,
+    COUNTS,
+    STATS,
+    SUMMARY,
+    CompactBackoff,
+    CompactStats,
+    StateReader,
+    Summary,
+    next_backoff,
+)
 from ._window import (
     REQUEST_WINDOW,
     core_supports_replacements,
@@ -65,39 +78,6 @@ _MARKER_RESERVE = 160
 """Tokens reserved for the drop marker when choosing how much to drop."""
 
 
-@dataclass
-class Caches:
-    """Counters per encoding, token indexes per thread and the compactor back-off
-    of this process, shared by every agent of one plugin object."""
-
-    counters: dict[str, TokenCounter] = field(default_factory=dict)
-    indexes: ThreadIndexes = field(default_factory=ThreadIndexes)
-    clock: Callable[[], float] = time.time
-    """Wall-clock seconds (back-off times are stored in thread state as Unix time)."""
-    dead_until: dict[str, float] = field(default_factory=dict)
-    """Per compactor (agent id, or the model for the built-in one): no call before this
-    time, whatever the thread (a compactor that is down is down for every thread)."""
-
-    async def counter(self, config: CompactConfig, model: str) -> TokenCounter:
-        """The counter for ``config.encoding`` or the model's encoding.
-
-        The first use of an encoding loads it (tiktoken is imported then) on a
-        worker thread, so the event loop is not blocked while its file is
-        parsed. Without the encoding the counter estimates (warned once).
-        """
-        name = config.encoding or encoding_for_model(model)
-        found = self.counters.get(name)
-        if found is None:
-            encoding = await asyncio.to_thread(
-                counting_encoding,
-                name,
-                cache_dir=config.tiktoken_cache_dir,
-                allow_download=config.allow_download,
-            )
-            found = self.counters.setdefault(name, TokenCounter(encoding))
-        return found
-
-
 class CompactHook:
     """The plugin's BEFORE_INFERENCE hook for one agent's config."""
 
@@ -106,6 +86,14 @@ class CompactHook:
         self.config = config
         self.caches = caches
         self._pin: tuple[tuple[str, str, int | None], ContextMessage, int] | None = None
+        self._entry: tuple[str, ContextMessage] | None = None
+        self._summary = StateReader(SUMMARY)
+        self._stats = StateReader(STATS)
+        self._backoff = StateReader(BACKOFF)
+        self._counts = StateReader(COUNTS)
+        # What the installed core honours does not change while the process runs.
+        self._replaces = core_supports_replacements()
+        self._windows = core_supports_request_window()
 
     def _pinned(
         self, message: Message, counter: TokenCounter, limit: int | None
@@ -118,14 +106,30 @@ class CompactHook:
             self._pin = (key, entry, counter.context([entry]))
         return self._pin[1], self._pin[2]
 
+    def _summary_entry(self, summary: Summary) -> ContextMessage:
+        """The summary's context entry (one slot: it changes once per compaction)."""
+        if self._entry is None or self._entry[0] != summary.text:
+            self._entry = (summary.text, summary_entry(summary))
+        return self._entry[1]
+
     def _could_trigger(self, request: InferenceRequest, limit: int | None) -> bool:
-        """Whether counting could lead anywhere (else the tokenizer is not even loaded)."""
-        carried = sum(1 for m in request.messages if m.role != "system")
-        if carried <= 1:  # nothing older than the one message to fold or drop
-            return False
+        """Whether counting could lead anywhere (else the tokenizer is not even loaded):
+        the request carries more than one non-system message (nothing older than the
+        one message to fold or drop otherwise), or more than ``trigger_messages``
+        without a window or cap. Counting stops there: O(1), not O(thread)."""
         if limit is None and self.config.max_tool_result_tokens is None:
-            return carried > self.config.trigger_messages
-        return True
+            want = self.config.trigger_messages + 1
+        else:
+            want = 2
+        messages = request.messages
+        if len(messages) < want:
+            return False
+        for message in messages:
+            if message.role != "system":
+                want -= 1
+                if not want:
+                    return True
+        return False
 
     def _triggered(self, tokens: int, limit: int | None, carried: int) -> bool:
         if limit is not None:
@@ -141,7 +145,7 @@ class CompactHook:
         return now >= self.caches.dead_until.get(who, 0.0)
 
     def _choose(
-        self, index: ThreadTokens, ctx: PhaseContext, start: int, fixed: int, limit: int | None
+        self, index: TokenSums, ctx: PhaseContext, start: int, fixed: int, limit: int | None
     ) -> int | None:
         """Where the raw tail starts: after the newest user message if the turn fits
         comfortably, else inside the turn (at least ``keep_recent_messages`` kept)."""
@@ -160,31 +164,78 @@ class CompactHook:
         deep = choose_cut(messages, start, -1, cfg.keep_recent_messages)
         return deep if deep is not None else turn
 
+    async def _fold(
+        self,
+        ctx: PhaseContext,
+        counter: TokenCounter,
+        summary: Summary | None,
+        stats: CompactStats,
+        backoff: CompactBackoff | None,
+        span: tuple[int, int],
+        attempt: tuple[float, str],
+    ) -> tuple[Summary | None, CompactStats, CompactBackoff | None, bool]:
+        """Fold messages ``[start, cut)`` (``span``) into the summary, at time ``now`` with
+        compactor ``who`` (``attempt``); the summary, stats and back-off after it, and
+        whether it succeeded."""
+        cfg, messages = self.config, ctx.messages
+        (start, cut), (now, who) = span, attempt
+        previous = summary.text if summary is not None else None
+        try:
+            result = await summarize(ctx, cfg, counter, previous, messages[start:cut])
+        except CompactorError as exc:
+            log.warning("compact: compactor failed in run %s: %s", ctx.run.run_id, exc)
+            stats = stats.model_copy(
+                update={"failures": stats.failures + 1, "last_failure": str(exc)}
+            )
+            done = backoff.failures if backoff is not None else 0
+            backoff = next_backoff(
+                done, str(exc), now, cfg.failure_backoff_seconds, cfg.max_backoff_seconds
+            )
+            self.caches.dead_until[who] = backoff.next_attempt_at
+            return summary, stats, backoff, False
+        summary = Summary(
+            text=result.text,
+            covered_through=messages[cut - 1].id,
+            covered_count=cut,
+            compactions=summary.compactions + 1 if summary is not None else 1,
+            tokens=counter.text(result.text),
+        )
+        stats = stats.model_copy(
+            update={
+                "compactions": stats.compactions + 1,
+                "compactor_calls": stats.compactor_calls + result.calls,
+                "summarized_messages": stats.summarized_messages + cut - start,
+            }
+        )
+        self.caches.dead_until.pop(who, None)
+        return summary, stats, None, True
+
     async def __call__(self, ctx: PhaseContext) -> HookReaction | None:
         """Plan the request, compact if triggered, and stage context + window + state."""
         request = ctx.request
         if request is None:
             return None
         cfg = self.config
-        summary = SUMMARY.get(ctx.store)
+        store = ctx.store
+        summary = self._summary.read(store)
         limit = usable_input(request, cfg)
         if summary is None and not self._could_trigger(request, limit):
             return None
-        counter = await self.caches.counter(cfg, request.model.model)
-        cap = tool_result_cap(cfg, limit) if core_supports_replacements() else None
+        model = request.model.model
+        counter = self.caches.loaded(cfg, model) or await self.caches.counter(cfg, model)
+        cap = tool_result_cap(cfg, limit) if self._replaces else None
         messages = ctx.messages
         n = len(messages)
         policy_start, system = window_start(request.messages, messages)
-        index = self.caches.indexes.get(ctx.run.thread_id, counter, cap)
-        found = read_checkpoint(ctx.store)
-        restore(index, found, messages)  # a new index: the counts a previous process left
+        found = read_checkpoint(store, self._counts)
         need = policy_start
         covered = summary.covered_count if summary is not None else 0
         if 0 < covered <= n and messages[covered - 1].id == summary.covered_through:  # type: ignore[union-attr]
             need = max(need, covered)  # what the summary covers is never counted
-        index.sync(messages, need)
+        thread_id = ctx.run.thread_id
+        index = self.caches.index(thread_id, counter, cap, found, messages, need)
         fixed = REPLY_PRIMING + counter.tools(request.tools)
-        fixed += counter.raw_context(ctx.store.get_value(CONTEXT_MESSAGES, Scope.RUN))
+        fixed += counter.raw_context(store.get_value(CONTEXT_MESSAGES, Scope.RUN))
         if system is not None:
             fixed += counter.message(system)
         start = policy_start
@@ -194,71 +245,52 @@ class CompactHook:
                 log.warning(
                     "compact: summary boundary %s is not in thread %s; ignoring the summary",
                     summary.covered_through,
-                    ctx.run.thread_id,
+                    thread_id,
                 )
                 summary = None
             else:
                 start = max(start, boundary + 1)
-        stats = before = STATS.get(ctx.store)
-        backoff = old_backoff = BACKOFF.get(ctx.store)
+        stats = before = self._stats.read(store)
+        backoff = old_backoff = self._backoff.read(store)
         user = index.last_user
-        pin, pin_tokens = self._pinned(messages[user], counter, limit) if user >= 0 else (None, 0)
         new_summary = False
 
+        def pin() -> tuple[ContextMessage, int]:
+            return self._pinned(messages[user], counter, limit)
+
         def planned(first: int) -> int:
-            head = counter.context([summary_entry(summary)]) if summary is not None else 0
-            pinned = pin_tokens if 0 <= user < first else 0
+            head = counter.context([self._summary_entry(summary)]) if summary is not None else 0
+            pinned = pin()[1] if 0 <= user < first else 0
             return fixed + head + pinned + index.tokens(first, n)
 
         tokens = planned(start)
-        now = self.caches.clock()
-        who = self._compactor_id(request)
-        if (
-            self._triggered(tokens, limit, n - start)
-            and stats.failures < cfg.max_failures_per_run
-            and self._may_try(backoff, who, now)
+        if isinstance(index, BoundTokens) and (
+            self._triggered(tokens, limit, n - start) or index.suspects(start, n)
         ):
-            cut = self._choose(index, ctx, start, fixed, limit)
+            # The bound reached the trigger (or a tool result may need a cut): count.
+            index = self.caches.counted(thread_id, counter, cap, found, messages, need)
+            tokens = planned(start)
+        if self._triggered(tokens, limit, n - start) and stats.failures < cfg.max_failures_per_run:
+            now, who = self.caches.clock(), self._compactor_id(request)
+            cut = (
+                self._choose(index, ctx, start, fixed, limit)
+                if self._may_try(backoff, who, now)
+                else None
+            )
             if cut is not None and index.tokens(start, cut) < cfg.min_gain_tokens:
                 stats = stats.model_copy(update={"skipped_min_gain": stats.skipped_min_gain + 1})
             elif cut is not None:
-                previous = summary.text if summary is not None else None
-                try:
-                    result = await summarize(ctx, cfg, counter, previous, messages[start:cut])
-                except CompactorError as exc:
-                    log.warning("compact: compactor failed in run %s: %s", ctx.run.run_id, exc)
-                    stats = stats.model_copy(
-                        update={"failures": stats.failures + 1, "last_failure": str(exc)}
-                    )
-                    done = backoff.failures if backoff is not None else 0
-                    backoff = next_backoff(
-                        done, str(exc), now, cfg.failure_backoff_seconds, cfg.max_backoff_seconds
-                    )
-                    self.caches.dead_until[who] = backoff.next_attempt_at
-                else:
-                    summary = Summary(
-                        text=result.text,
-                        covered_through=messages[cut - 1].id,
-                        covered_count=cut,
-                        compactions=summary.compactions + 1 if summary is not None else 1,
-                        tokens=counter.text(result.text),
-                    )
-                    stats = stats.model_copy(
-                        update={
-                            "compactions": stats.compactions + 1,
-                            "compactor_calls": stats.compactor_calls + result.calls,
-                            "summarized_messages": stats.summarized_messages + cut - start,
-                        }
-                    )
-                    new_summary = True
-                    backoff = None
-                    self.caches.dead_until.pop(who, None)
+                summary, stats, backoff, new_summary = await self._fold(
+                    ctx, counter, summary, stats, backoff, (start, cut), (now, who)
+                )
+                if new_summary:
                     start = cut
                     tokens = planned(start)
         kept_from = start
         marker: ContextMessage | None = None
         if limit is not None and tokens > limit:
-            head = counter.context([summary_entry(summary)]) if summary is not None else 0
+            head = counter.context([self._summary_entry(summary)]) if summary is not None else 0
+            pin_tokens = pin()[1] if user >= 0 else 0
             budget = limit - fixed - head - pin_tokens - _MARKER_RESERVE
             drop_to = safe_at_or_after(messages, index.first_start_within(start, n, budget))
             drop_to = min(drop_to, safe_at_or_before(messages, n - 1, start))
@@ -280,14 +312,18 @@ class CompactHook:
             commands.append(SUMMARY.set(summary))
         if backoff != old_backoff:
             commands.append(BACKOFF.set(backoff))
-        entries = [summary_entry(summary)] if summary is not None else []
-        if pin is not None and 0 <= user < start:
-            entries.append(pin)
+        entries = [self._summary_entry(summary)] if summary is not None else []
+        if 0 <= user < start:
+            entries.append(pin()[0])
         if marker is not None:
             entries.append(marker)
         if entries:
             commands.append(inject(*entries))
-        texts = index.replacements(start, n, messages) if cap is not None else {}
+        # A bound index has no cuts to replace: a suspect in the span made it count.
+        if cap is not None and isinstance(index, ThreadTokens):
+            texts = index.replacements(start, n, messages)
+        else:
+            texts = {}
         if start > policy_start or texts:
             commands.append(
                 window_command(
@@ -295,12 +331,12 @@ class CompactHook:
                     replace_content=texts,
                 )
             )
-        elif not core_supports_request_window() and (Scope.RUN, REQUEST_WINDOW) in ctx.store:
+        elif not self._windows and (Scope.RUN, REQUEST_WINDOW) in store:
             commands.append(window_clear())
         if index.last_cut:
             count = stats.truncated_tool_results + index.last_cut
             stats = stats.model_copy(update={"truncated_tool_results": count})
-        if stats != before:
+        if stats is not before:  # every change is a model_copy
             commands.append(STATS.set(stats.model_copy(update={"last_request_tokens": tokens})))
         # Written with the other thread state (a new summary or back-off), else every few steps.
         counts = checkpoint(

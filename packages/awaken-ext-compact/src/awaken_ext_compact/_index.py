@@ -1,5 +1,9 @@
 """``ThreadTokens``: running token sums over one thread's transcript.
 
+``TokenSums`` holds the machinery (sync, prefix sums, checkpoint spans);
+``ThreadTokens`` counts tokens with an encoding, ``BoundTokens`` (``_bound``)
+sums upper bounds without tokenizing.
+
 The transcript is append-only, so the index only ever ingests the messages
 added since the previous step; any span's token count is then a difference
 of two prefix sums. A step therefore costs O(new messages), not O(thread).
@@ -15,17 +19,18 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from itertools import accumulate
 
 from awaken_runtime import Message
 
 from ._counter import TokenCounter
 
-__all__ = ["ThreadIndexes", "ThreadTokens"]
+__all__ = ["ThreadIndexes", "ThreadTokens", "TokenSums"]
 
 
-class ThreadTokens:
-    """Token prefix sums, id positions and oversized tool results of one thread.
+class TokenSums:
+    """Prefix sums, id positions and oversized tool results of one thread.
 
     The sums cover the messages from ``lo`` on (``lo`` is where the first
     request this index served started: the messages a summary covers are
@@ -34,20 +39,25 @@ class ThreadTokens:
     total (``lump``) and counted message by message only if a query needs
     a position inside it.
 
-    ``big_limit`` (if set) cuts tool results longer than that many tokens:
-    their positions are in ``big``, their cut text in :meth:`replacements`,
-    and the sums count the cut text. ``last_cut`` is how many results the
-    latest :meth:`sync` cut.
+    What one message costs is the subclass's: :class:`ThreadTokens` counts
+    tokens, ``BoundTokens`` (in ``_bound``) an upper bound of them. A tool
+    result costing more than ``big_limit`` (if set) goes through ``_cut``;
+    its position is then in ``big``. ``last_cut`` is how many results the
+    latest :meth:`sync` cut. ``name`` says what the sums count (checkpoints
+    are only taken by an index with the same name). ``checked`` is the
+    checkpoint last found to describe the thread (so it is not checked again
+    until the index drops counts: the thread changed).
     """
 
     __slots__ = (
+        "_count",
         "_cuts",
         "_edge",
         "_messages",
         "anchor",
         "big",
         "big_limit",
-        "counter",
+        "checked",
         "ids",
         "last_cut",
         "last_user",
@@ -57,11 +67,20 @@ class ThreadTokens:
         "prefix",
     )
 
-    def __init__(self, counter: TokenCounter, big_limit: int | None = None) -> None:
-        self.counter = counter
+    def __init__(self, count: Callable[[Message], int], big_limit: int | None = None) -> None:
+        self._count = count
         self.big_limit = big_limit
         self._clear()
         self._messages: Sequence[Message] = ()
+
+    @property
+    def name(self) -> str:
+        """What the sums count: an encoding's name, or a bound's."""
+        raise NotImplementedError
+
+    def _cut(self, i: int, message: Message, limit: int) -> int:
+        """The cost of tool result ``i``, which costs more than ``limit`` as it is."""
+        raise NotImplementedError
 
     def _clear(self) -> None:
         self.lo = 0
@@ -75,6 +94,7 @@ class ThreadTokens:
         self.big: list[int] = []
         self._cuts: dict[int, tuple[int, int, str | None]] = {}  # pos -> (kept, full, text)
         self.last_cut = 0
+        self.checked: object = None
 
     def __len__(self) -> int:
         return self.lo + len(self.ids)
@@ -109,35 +129,30 @@ class ThreadTokens:
         self._edge = self._messages[lo - 1].id if lo else None
 
     def _ingest(self, messages: Sequence[Message], first: int, stop: int) -> int:
-        count = self.counter.message
-        ids, prefix, pos = self.ids, self.prefix, self.pos
-        total = prefix[-1]
+        if first >= stop:
+            return 0
+        # Whole-batch passes (C-level iteration, no per-message bookkeeping in
+        # Python): a new index ingests a long thread at once.
+        batch = list(messages[first:stop])  # one pass over a view, then plain list passes
+        costs = list(map(self._count, batch))
+        ids = [m.id for m in batch]
+        roles = [m.role for m in batch]
+        if "user" in roles:
+            self.last_user = stop - 1 - roles[::-1].index("user")
         limit = self.big_limit
-        for i in range(first, stop):
-            message = messages[i]
-            tokens = count(message)
-            if message.role == "user":
-                self.last_user = i
-            elif limit is not None and message.role == "tool" and tokens > limit:
-                tokens = self._cut(i, message, limit)
-            total += tokens
-            ids.append(message.id)
-            prefix.append(total)
-            pos[message.id] = i
-        return max(0, stop - first)
-
-    def _cut(self, i: int, message: Message, limit: int) -> int:
-        counter = self.counter
-        head, full = counter.truncate(message.text, limit)
-        if i not in self._cuts:
-            insort(self.big, i)
-        kept = len(head) if message.text.startswith(head) else -1
-        text = _cut_text(head, limit, full)
-        self._cuts[i] = (kept, full, text)
-        self.last_cut += 1
-        return counter.count_message(message.model_copy(update={"content": text}))
+        if limit is not None and max(costs) > limit:
+            for j, role in enumerate(roles):
+                if role == "tool" and costs[j] > limit:
+                    costs[j] = self._cut(first + j, batch[j], limit)
+        sums = accumulate(costs, initial=self.prefix[-1])
+        next(sums)
+        self.prefix.extend(sums)
+        self.ids.extend(ids)
+        self.pos.update(zip(ids, range(first, stop), strict=True))
+        return stop - first
 
     def _truncate(self, k: int, messages: Sequence[Message]) -> None:
+        self.checked = None
         for message_id in self.ids[k:]:
             self.pos.pop(message_id, None)
         del self.ids[k:]
@@ -210,6 +225,52 @@ class ThreadTokens:
             found = next((i for i in range(self.lo) if messages[i].id == message_id), None)
         return found
 
+    def cuts(self, start: int, stop: int) -> list[tuple[int, int, int]]:
+        """``[position, characters kept, full tokens]`` of the results cut in ``[start, stop)``."""
+        lo = bisect_left(self.big, start)
+        hi = bisect_left(self.big, stop)
+        return [(i, self._cuts[i][0], self._cuts[i][1]) for i in self.big[lo:hi]]
+
+    def first_start_within(self, start: int, stop: int, budget: int) -> int:
+        """The smallest ``d >= start`` with ``tokens(d, stop) <= budget`` (``stop`` if none)."""
+        if start < self.lo:
+            self._backfill(start)
+        lo = self.lo
+        target = self.prefix[stop - lo] - budget
+        found = bisect_left(self.prefix, target, start - lo, stop - lo + 1) + lo
+        return max(start, min(stop, found))
+
+
+class ThreadTokens(TokenSums):
+    """Token sums of one thread, counted with ``counter``.
+
+    With ``big_limit`` a longer tool result is cut when it is ingested (once)
+    and counted as the cut text the request will carry (:meth:`replacements`),
+    so every sum is what the request costs.
+    """
+
+    __slots__ = ("counter",)
+
+    def __init__(self, counter: TokenCounter, big_limit: int | None = None) -> None:
+        super().__init__(counter.message, big_limit)
+        self.counter = counter
+
+    @property
+    def name(self) -> str:
+        """The encoding's name."""
+        return self.counter.name
+
+    def _cut(self, i: int, message: Message, limit: int) -> int:
+        counter = self.counter
+        head, full = counter.truncate(message.text, limit)
+        if i not in self._cuts:
+            insort(self.big, i)
+        kept = len(head) if message.text.startswith(head) else -1
+        text = _cut_text(head, limit, full)
+        self._cuts[i] = (kept, full, text)
+        self.last_cut += 1
+        return counter.count_message(message.model_copy(update={"content": text}))
+
     def replacements(self, start: int, stop: int, messages: Sequence[Message]) -> dict[str, str]:
         """``{message id: cut text}`` of the tool results cut in ``[start, stop)``."""
         lo = bisect_left(self.big, start)
@@ -228,21 +289,6 @@ class ThreadTokens:
             self._cuts[i] = (kept, full, text)
         return text
 
-    def cuts(self, start: int, stop: int) -> list[tuple[int, int, int]]:
-        """``[position, characters kept, full tokens]`` of the results cut in ``[start, stop)``."""
-        lo = bisect_left(self.big, start)
-        hi = bisect_left(self.big, stop)
-        return [(i, self._cuts[i][0], self._cuts[i][1]) for i in self.big[lo:hi]]
-
-    def first_start_within(self, start: int, stop: int, budget: int) -> int:
-        """The smallest ``d >= start`` with ``tokens(d, stop) <= budget`` (``stop`` if none)."""
-        if start < self.lo:
-            self._backfill(start)
-        lo = self.lo
-        target = self.prefix[stop - lo] - budget
-        found = bisect_left(self.prefix, target, start - lo, stop - lo + 1) + lo
-        return max(start, min(stop, found))
-
 
 def _cut_text(head: str, limit: int, full: int) -> str:
     return f"{head}\n[compact: tool result cut to {limit} of {full} tokens]"
@@ -256,20 +302,39 @@ def _last_user(messages: Sequence[Message], stop: int) -> int:
 
 
 class ThreadIndexes:
-    """Per-thread indexes, least recently used dropped beyond ``max_threads``."""
+    """Per-thread indexes, least recently used dropped beyond ``max_threads``.
+
+    Keyed by ``(thread id, name, big_limit)``: a thread may have a bound index
+    and a token index (one per encoding and cut limit).
+    """
 
     def __init__(self, max_threads: int = 256) -> None:
         self.max_threads = max_threads
-        self._items: OrderedDict[tuple[str, str, int | None], ThreadTokens] = OrderedDict()
+        self._items: OrderedDict[tuple[str, str, int | None], TokenSums] = OrderedDict()
+
+    def find(self, thread_id: str, name: str, big_limit: int | None) -> TokenSums | None:
+        """The index of ``thread_id`` named ``name``, if this process has one."""
+        key = (thread_id, name, big_limit)
+        found = self._items.get(key)
+        if found is not None:
+            self._items.move_to_end(key)
+        return found
+
+    def put(self, thread_id: str, index: TokenSums) -> None:
+        """Keep ``index`` for ``thread_id`` (replacing one of the same name and limit)."""
+        self._items[(thread_id, index.name, index.big_limit)] = index
+        self._items.move_to_end((thread_id, index.name, index.big_limit))
+        while len(self._items) > self.max_threads:
+            self._items.popitem(last=False)
+
+    def drop(self, thread_id: str, name: str, big_limit: int | None) -> None:
+        """Forget the index of ``thread_id`` named ``name`` (if any)."""
+        self._items.pop((thread_id, name, big_limit), None)
 
     def get(self, thread_id: str, counter: TokenCounter, big_limit: int | None) -> ThreadTokens:
-        """The index of ``thread_id`` for this encoding and truncation limit."""
-        key = (thread_id, counter.name, big_limit)
-        found = self._items.get(key)
-        if found is None:
-            found = self._items[key] = ThreadTokens(counter, big_limit)
-            while len(self._items) > self.max_threads:
-                self._items.popitem(last=False)
-        else:
-            self._items.move_to_end(key)
+        """The token index of ``thread_id`` for this encoding and truncation limit."""
+        found = self.find(thread_id, counter.name, big_limit)
+        if not isinstance(found, ThreadTokens):
+            found = ThreadTokens(counter, big_limit)
+            self.put(thread_id, found)
         return found

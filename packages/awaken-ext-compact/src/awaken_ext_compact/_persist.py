@@ -6,7 +6,9 @@ inference. The hook writes a :class:`TokenCheckpoint` every few steps, or
 with the other thread state it writes (a new summary); a new index takes
 it after checking it against the thread it is read with (encoding, cut
 limit, positions and ids), so a stale, foreign or corrupt checkpoint is
-ignored and the span recounted.
+ignored and the span recounted. A bound index (``_bound``) checkpoints its
+bounds the same way, under the encoding name ``bound:utf8``: an index only
+takes a checkpoint of its own kind.
 """
 
 from __future__ import annotations
@@ -18,10 +20,10 @@ from pydantic import ValidationError
 
 from awaken_runtime import Command, Message, StateValueError, Store
 
-from ._index import ThreadTokens
-from ._state import COUNTS, TokenCheckpoint
+from ._index import TokenSums
+from ._state import COUNTS, StateReader, TokenCheckpoint
 
-__all__ = ["CHECKPOINT_EVERY", "checkpoint", "read_checkpoint", "restore"]
+__all__ = ["CHECKPOINT_EVERY", "checkpoint", "fits", "read_checkpoint", "restore"]
 
 log = logging.getLogger("awaken_ext_compact")
 
@@ -30,18 +32,22 @@ CHECKPOINT_EVERY = 32
 a new process counts at most this many messages beyond it."""
 
 
-def read_checkpoint(store: Store) -> TokenCheckpoint | None:
-    """The thread's checkpoint, or ``None`` (absent or not a checkpoint)."""
+def read_checkpoint(
+    store: Store, reader: StateReader[TokenCheckpoint | None] | None = None
+) -> TokenCheckpoint | None:
+    """The thread's checkpoint, or ``None`` (absent or not a checkpoint); ``reader``
+    (of :data:`COUNTS`) validates each distinct value once."""
     try:
-        return COUNTS.get(store)
+        return reader.read(store) if reader is not None else COUNTS.get(store)
     except (StateValueError, ValidationError) as exc:
         log.warning("compact: ignoring an unreadable token checkpoint: %s", exc)
         return None
 
 
-def _fits(found: TokenCheckpoint, index: ThreadTokens, messages: Sequence[Message]) -> bool:
+def fits(found: TokenCheckpoint, name: str, cap: int | None, messages: Sequence[Message]) -> bool:
+    """Whether ``found`` describes ``messages`` for an index ``name`` with cut limit ``cap``."""
     n = len(messages)
-    if found.encoding != index.counter.name or found.cap != index.big_limit:
+    if found.encoding != name or found.cap != cap:
         return False
     if not found.start <= found.through < n:
         return False
@@ -55,19 +61,20 @@ def _fits(found: TokenCheckpoint, index: ThreadTokens, messages: Sequence[Messag
     )
 
 
-def restore(
-    index: ThreadTokens, found: TokenCheckpoint | None, messages: Sequence[Message]
-) -> bool:
+def restore(index: TokenSums, found: TokenCheckpoint | None, messages: Sequence[Message]) -> bool:
     """Seed a new ``index`` with ``found`` if it describes ``messages``; whether it did."""
-    if found is None or len(index) or index.anchor is not None or not _fits(found, index, messages):
+    if found is None or len(index) or index.anchor is not None:
+        return False
+    if not fits(found, index.name, index.big_limit, messages):
         return False
     span = (found.start, found.through, found.tokens)
     index.restore(messages, span, found.last_user, found.cuts)
+    index.checked = found
     return True
 
 
 def checkpoint(
-    index: ThreadTokens,
+    index: TokenSums,
     start: int,
     messages: Sequence[Message],
     found: TokenCheckpoint | None,
@@ -78,15 +85,18 @@ def checkpoint(
     n = len(messages)
     if start >= n:
         return None
-    if found is not None and not _fits(found, index, messages):
-        found = None  # stale or foreign: replace it now
+    if found is not None and found is not index.checked:
+        if fits(found, index.name, index.big_limit, messages):
+            index.checked = found  # the same object (StateReader) is not checked again
+        else:
+            found = None  # stale or foreign: replace it now
     fresh = found is not None and found.start == start and n - 1 - found.through < CHECKPOINT_EVERY
     if fresh and not force:
         return None
     if found is not None and found.start == start and found.through == n - 1:
         return None
     record = TokenCheckpoint(
-        encoding=index.counter.name,
+        encoding=index.name,
         cap=index.big_limit,
         start=start,
         start_id=messages[start].id,

@@ -14,8 +14,9 @@ from awaken_runtime import (
     StateKeyDecl,
 )
 
+from ._caches import Caches
 from ._config import CompactConfig
-from ._hook import Caches, CompactHook
+from ._hook import CompactHook
 from ._plan import SUMMARY_BAND
 from ._state import BACKOFF, COUNTS, STATS, SUMMARY
 from ._window import window_bound_fields

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import copy
+from typing import Any, Generic, TypeVar
+
 from pydantic import BaseModel, ConfigDict, Field
 
-from awaken_runtime import Scope, StateKey
+from awaken_runtime import Scope, StateKey, Store
 
 __all__ = [
     "BACKOFF",
@@ -13,10 +16,14 @@ __all__ = [
     "SUMMARY",
     "CompactBackoff",
     "CompactStats",
+    "StateReader",
     "Summary",
     "TokenCheckpoint",
     "next_backoff",
 ]
+
+T = TypeVar("T")
+_ABSENT: Any = object()
 
 
 class Summary(BaseModel):
@@ -71,8 +78,10 @@ class TokenCheckpoint(BaseModel):
     ids say which messages they were) as the request carries them, in the
     encoding ``encoding`` with tool results cut at ``cap`` tokens; ``cuts``
     lists the results that were cut: ``[position, characters kept (-1: the
-    cut is not a prefix of the text), full tokens]``. A checkpoint that does
-    not match the thread it is read with is ignored (and the span recounted).
+    cut is not a prefix of the text), full tokens]``. With ``encoding``
+    ``bound:utf8`` the numbers are byte bounds of the tokens instead, and
+    ``cuts`` the tool results whose bound exceeds ``cap``. A checkpoint that
+    does not match the thread it is read with is ignored (and the span recounted).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -93,6 +102,38 @@ def next_backoff(failures: int, reason: str, now: float, base: float, cap: float
     count = failures + 1
     delay = min(cap, base * 2.0 ** min(count - 1, 60))
     return CompactBackoff(failures=count, next_attempt_at=now + delay, last_failure=reason)
+
+
+class StateReader(Generic[T]):
+    """Reads one of this plugin's keys, validating each distinct value once.
+
+    ``StateKey.get`` validates the stored value on every read and copies the
+    default when the key is absent; the hook reads its keys every step. Here an
+    absent key reads as the default itself (every value of these keys is
+    frozen), and a value equal to the previous one read (compared with a private
+    copy of its data, so an equal value in another dict, or one changed in
+    place, compares by content) as the same validated object. Invalid values
+    raise as ``StateKey.get`` does, and are never remembered.
+    """
+
+    __slots__ = ("_data", "_key", "_value")
+
+    def __init__(self, key: StateKey[T]) -> None:
+        self._key = key
+        self._data: Any = _ABSENT
+        self._value: T = key.default
+
+    def read(self, store: Store) -> T:
+        """The key's value in ``store`` (see the class doc)."""
+        key = self._key
+        raw = store.get_value(key.key, key.scope, _ABSENT)
+        if raw is _ABSENT:
+            return key.default
+        if self._data is not _ABSENT and raw == self._data:
+            return self._value
+        value = key.get(store)
+        self._data, self._value = copy.deepcopy(raw), value
+        return value
 
 
 SUMMARY: StateKey[Summary | None] = StateKey(
