@@ -1,13 +1,13 @@
 """Loading a thread's messages from SQLite at a cost proportional to what is new.
 
 The first load of a thread decodes every row with one validation call. The
-decoded messages are kept (for a bounded number of threads), with a
-fingerprint of the exact row text they came from. A later load still reads
-every row, but it decodes only the rows past the kept ones, and only after
-checking the kept rows' text is unchanged: a row damaged or replaced since
-(by another process, a restore, a deleted and re-created thread) changes the
-fingerprint, and the whole thread is decoded again, so a corrupt row is still
-``StoreCorrupt``. Reading a row costs a fraction of validating it.
+decoded messages are kept (for a bounded number of threads) and a later load
+reads and decodes only the rows appended since, after checking that nothing
+else happened to the kept ones: the thread's edit count (bumped by triggers
+on any update, delete or replace of a message row, see ``_sqlite_schema.py``)
+is unchanged, and the first and last kept rows still hold the kept messages'
+ids (a database restored from a copy or re-created elsewhere). Otherwise the
+whole thread is decoded again, so a damaged row is still ``StoreCorrupt``.
 """
 
 from __future__ import annotations
@@ -37,14 +37,15 @@ MESSAGES = TypeAdapter(list[Message])
 @dataclass(slots=True)
 class _Kept:
     messages: list[Message]
-    length: int
-    """Characters of the kept rows joined with commas."""
-    fingerprint: int
-    """``hash`` of that text (per process, never stored)."""
+    edits: int
+    """The thread's edit count when the messages were read."""
+    first: int
+    last: int
+    """The seqs of the first and last kept rows."""
 
 
 class MessageCache:
-    """Decoded messages of recently loaded threads, checked against their rows."""
+    """Decoded messages of recently loaded threads, checked against the database."""
 
     def __init__(self, max_threads: int = 256, max_messages: int = 500_000) -> None:
         self.max_threads = max_threads
@@ -59,35 +60,51 @@ class MessageCache:
             return self._load(cur, path, tid)
 
     def _load(self, cur: sqlite3.Cursor, path: str, tid: str) -> list[Message]:
-        rows = cur.execute(
-            "SELECT body FROM messages WHERE thread_id=? ORDER BY seq", (tid,)
-        ).fetchall()
-        bodies = [body for (body,) in rows]
-        kept = self._kept.pop(tid, None)
-        if kept is not None:
-            self._count -= len(kept.messages)
-        start = 0
-        if kept is not None and 0 < len(kept.messages) <= len(bodies):
-            n = len(kept.messages)
-            try:
-                head = ",".join(bodies[:n])
-            except TypeError:  # a row that is not text: decode all, to name it
-                head = ""
-            if len(head) == kept.length and hash(head) == kept.fingerprint:
-                start = n
+        row = cur.execute("SELECT n FROM message_edits WHERE thread_id=?", (tid,)).fetchone()
+        edits = row[0] if row is not None else 0
+        kept = self.forget(tid)
         what = f"thread {tid!r} message"
-        new = decode_rows(path, what, MESSAGES, Message, bodies[start:], first=start + 1)
-        messages = kept.messages + new if kept is not None and start else new
-        if messages:
-            joined = ",".join(bodies)
-            self._keep(tid, _Kept(messages, len(joined), hash(joined)))
+        if kept is not None and self._unchanged(cur, tid, kept, edits):
+            rows = cur.execute(
+                "SELECT seq, body FROM messages WHERE thread_id=? AND seq>? ORDER BY seq",
+                (tid, kept.last),
+            ).fetchall()
+            bodies = [body for _seq, body in rows]
+            new = decode_rows(path, what, MESSAGES, Message, bodies, first=kept.last + 1)
+            messages = kept.messages
+            messages += new
+            last = rows[-1][0] if rows else kept.last
+            first = kept.first
+        else:
+            rows = cur.execute(
+                "SELECT body FROM messages WHERE thread_id=? ORDER BY seq", (tid,)
+            ).fetchall()
+            messages = decode_rows(path, what, MESSAGES, Message, [b for (b,) in rows])
+            if not messages:
+                return []
+            first, last = cur.execute(
+                "SELECT min(seq), max(seq) FROM messages WHERE thread_id=?", (tid,)
+            ).fetchone()
+        self._keep(tid, _Kept(messages, edits, first, last))
         return list(messages)
 
-    def forget(self, tid: str) -> None:
-        """Drop a thread (deleted)."""
+    @staticmethod
+    def _unchanged(cur: sqlite3.Cursor, tid: str, kept: _Kept, edits: int) -> bool:
+        if edits != kept.edits:
+            return False
+        sql = "SELECT msg_id FROM messages WHERE thread_id=? AND seq=?"
+        for seq, message in ((kept.first, kept.messages[0]), (kept.last, kept.messages[-1])):
+            row = cur.execute(sql, (tid, seq)).fetchone()
+            if row is None or row[0] != message.id:
+                return False
+        return True
+
+    def forget(self, tid: str) -> _Kept | None:
+        """Drop a thread (deleted); what was kept of it."""
         kept = self._kept.pop(tid, None)
         if kept is not None:
             self._count -= len(kept.messages)
+        return kept
 
     def _keep(self, tid: str, kept: _Kept) -> None:
         self._kept[tid] = kept
