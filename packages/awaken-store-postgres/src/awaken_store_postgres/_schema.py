@@ -62,7 +62,29 @@ CREATE TABLE leases (
   expires_at double precision NOT NULL)
 """
 
-MIGRATIONS: list[str] = [_V1]
+# Message rows are only ever appended by the store. Anything else done to them (a hand
+# edit or delete, an upsert over an existing row) bumps the thread's edit count, so a
+# store holding decoded messages knows when to decode the thread again (``_load.py``).
+# Counts are never deleted: a re-created thread counts on. The function keeps the
+# migration's search_path, so it finds this store's table whatever the session's is.
+_V2 = """
+CREATE TABLE message_edits (thread_id text PRIMARY KEY, n bigint NOT NULL);
+CREATE FUNCTION awaken_message_edited() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+BEGIN
+  INSERT INTO message_edits VALUES (OLD.thread_id, 1)
+    ON CONFLICT (thread_id) DO UPDATE SET n = message_edits.n + 1;
+  IF TG_OP = 'UPDATE' THEN
+    INSERT INTO message_edits VALUES (NEW.thread_id, 1)
+      ON CONFLICT (thread_id) DO UPDATE SET n = message_edits.n + 1;
+  END IF;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER messages_edited AFTER UPDATE OR DELETE ON messages
+  FOR EACH ROW EXECUTE FUNCTION awaken_message_edited();
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2]
 """``MIGRATIONS[n]`` upgrades a store from schema version ``n`` to ``n + 1``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)
