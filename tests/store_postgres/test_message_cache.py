@@ -40,10 +40,17 @@ async def test_a_later_load_adds_only_the_new_rows_and_matches_a_fresh_store(
     call = ToolCall(id="c1", name="f", arguments={"a": [1, None, {"b": 2.5}], "c": True})
     more = [Message.assistant(None, [call]), Message.tool("c1", "ok")]
     await store.commit(B, 3, more, [])
-    loaded = (await store.load(B)).messages
+    snap = await store.load(B)
     async with PostgresStore(dsn, schema=schema) as fresh:
-        assert loaded == messages + more == (await fresh.load(B)).messages
-    assert (await store.load(B)).messages == loaded  # nothing new
+        again = await fresh.load(B)
+    assert snap.messages == messages + more == again.messages
+    assert snap.call_ids == again.call_ids == {"c1"}
+    await store.commit(B, 4, [Message.assistant(None, [ToolCall(id="c2", name="f")])], [])
+    latest = await store.load(B)
+    assert latest.call_ids == {"c1", "c2"}
+    assert (await store.load(B)).messages == latest.messages  # nothing new
+    async with PostgresStore(dsn, schema=schema) as fresh:
+        assert (await fresh.load(B)).messages == latest.messages
 
 
 async def test_a_hand_edited_kept_row_is_seen(store: PostgresStore, dsn: str, schema: str) -> None:

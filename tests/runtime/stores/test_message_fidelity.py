@@ -3,7 +3,8 @@
 Text, multi-part content (extra payload fields kept), tool calls whose
 arguments hold every JSON type, tool results, names and metadata; loaded by
 a new store object on the same files (a new process) and by the committing
-store after each commit (its incremental path), which must agree.
+store after each commit (its incremental path), which must agree; with the
+snapshot's tool-call ids those of the loaded messages.
 """
 
 from __future__ import annotations
@@ -89,6 +90,10 @@ def threads(draw: Any) -> list[list[Message]]:
     return commits
 
 
+def _call_ids(messages: list[Message]) -> frozenset[str]:
+    return frozenset(c.id for m in messages for c in m.tool_calls or ())
+
+
 async def _check(commits: list[list[Message]], root: Path) -> None:
     expected: list[Message] = []
     opened = {
@@ -101,13 +106,17 @@ async def _check(commits: list[list[Message]], root: Path) -> None:
         expected += commit
         for kind, store in stores.items():
             await store.commit(B, version, commit, [])
-            loaded = (await store.load(B)).messages
+            snap = await store.load(B)
+            loaded = snap.messages
             assert loaded == expected, kind
             assert [m.model_dump() for m in loaded] == [m.model_dump() for m in expected]
+            assert snap.call_ids == _call_ids(expected), kind
     for kind, make in opened.items():
         fresh = make()
-        loaded = (await fresh.load(B)).messages
+        snap = await fresh.load(B)
+        loaded = snap.messages
         assert loaded == expected, kind
+        assert snap.call_ids == _call_ids(expected), kind
         assert [m.model_dump_json() for m in loaded] == [m.model_dump_json() for m in expected]
         page = await fresh.read_messages("t1", 0, 1000)
         assert page.items == expected, kind

@@ -39,6 +39,11 @@ _LOAD = (
 _ALL = "SELECT string_agg(body, ',' ORDER BY seq) FROM messages WHERE thread_id=%s"
 
 
+def call_ids_of(messages: list[Message]) -> set[str]:
+    """Every tool-call id the assistant messages of ``messages`` carry."""
+    return {c.id for m in messages if m.tool_calls for c in m.tool_calls}
+
+
 @dataclass(frozen=True, slots=True)
 class _Kept:
     messages: list[Message]
@@ -47,6 +52,8 @@ class _Kept:
     first: int
     last: int
     """The seqs of the first and last kept rows."""
+    call_ids: frozenset[str]
+    """Every tool-call id of the messages (the run needs them; the cache makes them O(new))."""
 
 
 @dataclass(slots=True)
@@ -97,17 +104,23 @@ class MessageCache:
             int(version), parked, run, kept, bodies or "", edits, int(first or 0), int(last or 0)
         )
 
-    def decode(self, tid: str, loaded: Loaded) -> list[Message]:
-        """Every message of the thread, in order (one validation call for the new rows)."""
+    def decode(self, tid: str, loaded: Loaded) -> tuple[list[Message], frozenset[str]]:
+        """Every message of the thread in order (one validation call for the new rows) and
+        their tool-call ids."""
         # One validation call for the whole list is much faster than one per row.
         new = _MESSAGES.validate_json("[" + loaded.bodies + "]")
         kept = loaded.kept
-        messages = kept.messages + new if kept is not None else new
+        if kept is not None:
+            messages = kept.messages + new
+            added = call_ids_of(new)
+            call_ids = kept.call_ids | added if added else kept.call_ids
+            first = kept.first
+        else:
+            messages, call_ids, first = new, frozenset(call_ids_of(new)), loaded.first
         self.forget(tid)
         if messages:
-            first = kept.first if kept is not None else loaded.first
-            self._keep(tid, _Kept(messages, loaded.edits, first, loaded.last))
-        return list(messages)
+            self._keep(tid, _Kept(messages, loaded.edits, first, loaded.last, call_ids))
+        return list(messages), call_ids
 
     def forget(self, tid: str) -> None:
         """Drop a thread (deleted)."""

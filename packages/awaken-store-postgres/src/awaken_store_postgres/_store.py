@@ -88,13 +88,15 @@ class PostgresStore(PostgresExtras):
             await load_scopes(conn, owners if loaded is not None else owners[1:], state)
         if loaded is None:
             return ThreadSnapshot(tid, [], state, 0)
+        messages, call_ids = self._messages.decode(tid, loaded)
         return ThreadSnapshot(
             tid,
-            self._messages.decode(tid, loaded),
+            messages,
             state,
             loaded.version,
             ParkedRun.model_validate_json(loaded.parked) if loaded.parked else None,
             RunRecord.model_validate_json(loaded.run) if loaded.run else None,
+            call_ids,
         )
 
     async def commit(

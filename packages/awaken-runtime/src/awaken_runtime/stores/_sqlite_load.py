@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from ..messages._call_ids import call_ids_of
 from ..messages._message import Message
 from ..state._engine import Scope, StoreKey
 from ..suspension._suspension import ParkedRun
@@ -42,6 +43,8 @@ class _Kept:
     first: int
     last: int
     """The seqs of the first and last kept rows."""
+    call_ids: frozenset[str]
+    """Every tool-call id of the messages (the run needs them; the cache makes them O(new))."""
 
 
 class MessageCache:
@@ -54,12 +57,17 @@ class MessageCache:
         self._kept: OrderedDict[str, _Kept] = OrderedDict()
         self._count = 0
 
-    def load(self, cur: sqlite3.Cursor, path: str, tid: str) -> list[Message]:
-        """Every message of ``tid`` in order (run inside the load's transaction)."""
+    def load(
+        self, cur: sqlite3.Cursor, path: str, tid: str
+    ) -> tuple[list[Message], frozenset[str]]:
+        """Every message of ``tid`` in order and their tool-call ids (inside the load's
+        transaction)."""
         with no_gc():
             return self._load(cur, path, tid)
 
-    def _load(self, cur: sqlite3.Cursor, path: str, tid: str) -> list[Message]:
+    def _load(
+        self, cur: sqlite3.Cursor, path: str, tid: str
+    ) -> tuple[list[Message], frozenset[str]]:
         row = cur.execute("SELECT n FROM message_edits WHERE thread_id=?", (tid,)).fetchone()
         edits = row[0] if row is not None else 0
         kept = self.forget(tid)
@@ -75,18 +83,21 @@ class MessageCache:
             messages += new
             last = rows[-1][0] if rows else kept.last
             first = kept.first
+            added = call_ids_of(new)
+            call_ids = kept.call_ids | added if added else kept.call_ids
         else:
             rows = cur.execute(
                 "SELECT body FROM messages WHERE thread_id=? ORDER BY seq", (tid,)
             ).fetchall()
             messages = decode_rows(path, what, MESSAGES, Message, [b for (b,) in rows])
             if not messages:
-                return []
+                return [], frozenset()
             first, last = cur.execute(
                 "SELECT min(seq), max(seq) FROM messages WHERE thread_id=?", (tid,)
             ).fetchone()
-        self._keep(tid, _Kept(messages, edits, first, last))
-        return list(messages)
+            call_ids = frozenset(call_ids_of(messages))
+        self._keep(tid, _Kept(messages, edits, first, last, call_ids))
+        return list(messages), call_ids
 
     @staticmethod
     def _unchanged(cur: sqlite3.Cursor, tid: str, kept: _Kept, edits: int) -> bool:
@@ -128,7 +139,7 @@ def load_thread(
     row = cur.execute(
         "SELECT version, parked, latest_run FROM threads WHERE thread_id=?", (tid,)
     ).fetchone()
-    messages = cache.load(cur, path, tid)
+    messages, call_ids = cache.load(cur, path, tid)
     state: dict[StoreKey, Any] = {}
     for scope, owner in (
         (Scope.THREAD, tid),
@@ -142,7 +153,7 @@ def load_thread(
                 path, f"a {scope.value} state row of {owner!r} is not JSON ({exc})"
             ) from None
     if row is None:
-        return ThreadSnapshot(tid, messages, state, 0)
+        return ThreadSnapshot(tid, messages, state, 0, call_ids=call_ids)
     latest = run_of(cur, row[2]) if row[2] is not None else None
     parked = decode_one(path, f"thread {tid!r} parked run", ParkedRun, row[1]) if row[1] else None
-    return ThreadSnapshot(tid, messages, state, row[0], parked, latest)
+    return ThreadSnapshot(tid, messages, state, row[0], parked, latest, call_ids)
