@@ -76,6 +76,20 @@ async def test_a_deleted_kept_row_is_seen(store: PostgresStore, dsn: str, schema
     assert (await store.load(B)).messages == [messages[0], messages[2]]
 
 
+async def test_an_upsert_over_a_kept_row_is_seen(
+    store: PostgresStore, dsn: str, schema: str
+) -> None:
+    messages = await _cached(store)
+    other = Message.user("other", id=messages[1].id)
+    _sql(
+        dsn,
+        schema,
+        f"INSERT INTO messages VALUES ('t1', 2, '{other.id}', '{other.model_dump_json()}') "
+        "ON CONFLICT (thread_id, seq) DO UPDATE SET body = excluded.body",
+    )
+    assert (await store.load(B)).messages == [messages[0], other, messages[2]]
+
+
 async def test_a_thread_deleted_and_recreated_by_another_worker(
     store: PostgresStore, dsn: str, schema: str
 ) -> None:
