@@ -8,6 +8,7 @@ id stays in the assistant message's metadata and goes out again in the request.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from typing import Any
 
@@ -159,21 +160,28 @@ async def test_empty_provider_ids_get_fresh_ids_and_no_mapping(make_runtime: Any
     assert PROVIDER_IDS not in assistant.metadata
 
 
-@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+@pytest.mark.parametrize("backend", ["memory", "sqlite", "unindexed"])
 async def test_a_new_runtime_on_the_store_sees_the_threads_ids(
     make_runtime: Any, tmp_path: Any, backend: str
 ) -> None:
-    """Ids from earlier runs count whether the store indexes them (memory) or not (SQLite)."""
+    """Ids from earlier runs count whether the store gives them (memory, SQLite) or not."""
     from awaken_runtime.stores import InMemoryStore, SQLiteStore
 
-    store = InMemoryStore() if backend == "memory" else SQLiteStore(tmp_path / "t.db")
+    class Unindexed(InMemoryStore):
+        """A store whose snapshots carry no call ids: the run scans the thread."""
+
+        async def load(self, binding: ScopeBinding) -> Any:
+            return dataclasses.replace(await super().load(binding), call_ids=None)
+
+    store: Any = {"memory": InMemoryStore, "unindexed": Unindexed}.get(backend)
+    store = store() if store is not None else SQLiteStore(tmp_path / "t.db")
     executed: list[tuple[str, int]] = []
     first = make_runtime(
         [same_id_turn("call_1", 1), "done"], tools=[paying_tool(executed)], store=store
     )
     await first.run("one", thread_id="t")
     snapshot = await store.load(ScopeBinding("t", "default", "default"))
-    assert snapshot.call_ids == ({"call_1"} if backend == "memory" else None)
+    assert snapshot.call_ids == (None if backend == "unindexed" else {"call_1"})
     second = make_runtime(
         [same_id_turn("call_1", 2), "done"], tools=[paying_tool(executed)], store=store
     )

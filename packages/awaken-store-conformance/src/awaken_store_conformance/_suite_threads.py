@@ -8,6 +8,7 @@ import pytest
 
 from awaken_runtime import (
     Command,
+    ContentPart,
     MergePolicy,
     Message,
     Phase,
@@ -137,6 +138,51 @@ class ThreadSuite:
         assert [bt.revision for bt in page.items] == [6, 7] and not page.more
         assert (await store.read_messages(b.thread_id, after=14)).items == []
         assert (await store.read_messages("no-such-thread")).items == []
+
+    async def test_every_message_shape_loads_as_committed_each_time(self, store: Any) -> None:
+        # Each load after a commit goes through what a store keeps of the thread; the
+        # messages must equal what was committed, and the snapshot's call ids (if the
+        # store gives them) must be exactly those of the messages.
+        b = binding()
+        every_json = {
+            "null": None,
+            "bools": [True, False],
+            "ints": [0, -7, 2**70],
+            "floats": [1.5, -0.25, 1e300],
+            "text": 'quote " backslash \\ nl \n nul \u0000 é 数据 🎉',
+            "nested": {"a": [[], {}, [{"b": None}]], "": "empty key"},
+        }
+        call = ToolCall(id="c1", name="lookup", arguments=every_json)
+        bad = ToolCall(id="c2", name="lookup", parse_error="not JSON", raw_arguments="{nope")
+        image = {"url": "data:image/png;base64,iVBOR", "detail": "low"}
+        commits = [
+            [Message.system("be brief"), Message.user("hi", metadata={"source": "web"})],
+            [
+                Message(
+                    role="user",
+                    content=[
+                        ContentPart(type="text", text="look"),
+                        ContentPart(type="image_url", image_url=image),
+                    ],
+                ),
+                Message.assistant("calling", [call, bad], metadata=every_json),
+                Message.tool("c1", '{"ok": true}', name="lookup"),
+                Message.tool("c2", "argument error", metadata={"is_error": True}),
+            ],
+            [Message.assistant(None, [ToolCall(id="c3", name="f")]), Message.tool("c3", "")],
+            [Message.assistant("done", name="helper")],
+        ]
+        expected: list[Message] = []
+        for version, commit in enumerate(commits):
+            await store.commit(b, version, commit, [])
+            expected += commit
+            for _ in range(2):  # after the commit, then with nothing new
+                snap = await store.load(b)
+                assert snap.messages == expected
+                assert [m.model_dump() for m in snap.messages] == [m.model_dump() for m in expected]
+                calls = {c.id for m in expected for c in m.tool_calls or ()}
+                assert snap.call_ids is None or snap.call_ids == calls
+        assert (await store.read_messages(b.thread_id, limit=100)).items == expected
 
     async def test_tickets_are_stored_listed_and_cleared(self, store: Any) -> None:
         b = binding()

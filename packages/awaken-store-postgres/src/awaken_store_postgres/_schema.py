@@ -62,7 +62,36 @@ CREATE TABLE leases (
   expires_at double precision NOT NULL)
 """
 
-MIGRATIONS: list[str] = [_V1]
+# Message rows are only ever appended by the store. Anything else done to them (a hand
+# edit or delete, an upsert over an existing row) bumps the thread's edit count, so a
+# store holding decoded messages knows when to decode the thread again (``_load.py``).
+# Counts are never deleted: a re-created thread counts on. The triggers run once per
+# statement over its changed rows (a row trigger made deleting a 10,000-message thread
+# update one count row 10,000 times in a transaction: seconds). The functions keep the
+# migration's search_path, so they find this store's table whatever the session's is.
+_BUMP = """
+  INSERT INTO message_edits
+    SELECT thread_id, count(*) FROM ({rows}) AS changed GROUP BY thread_id
+    ON CONFLICT (thread_id) DO UPDATE SET n = message_edits.n + excluded.n;
+  RETURN NULL;
+"""
+_UPDATED = "SELECT thread_id FROM old_rows UNION ALL SELECT thread_id FROM new_rows"
+_V2 = f"""
+CREATE TABLE message_edits (thread_id text PRIMARY KEY, n bigint NOT NULL);
+CREATE FUNCTION awaken_messages_updated() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+BEGIN{_BUMP.format(rows=_UPDATED)}END $$;
+CREATE FUNCTION awaken_messages_deleted() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+BEGIN{_BUMP.format(rows="SELECT thread_id FROM old_rows")}END $$;
+CREATE TRIGGER messages_updated AFTER UPDATE ON messages
+  REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION awaken_messages_updated();
+CREATE TRIGGER messages_deleted AFTER DELETE ON messages REFERENCING OLD TABLE AS old_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION awaken_messages_deleted();
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2]
 """``MIGRATIONS[n]`` upgrades a store from schema version ``n`` to ``n + 1``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 from typing import Any, Self
 
 from psycopg.errors import UniqueViolation
-from pydantic import TypeAdapter
 
 from awaken_runtime import (
     CommittedBatch,
@@ -22,12 +21,12 @@ from awaken_runtime.stores import DuplicateMessageId, Page, StoreIOError, Thread
 
 from ._commit import commit_thread, duplicate_id, stored_run
 from ._extras import PostgresExtras
+from ._load import MessageCache
 from ._pool import Database
 from ._state_sql import load_scopes
 
 __all__ = ["PostgresStore"]
 
-_MESSAGES = TypeAdapter(list[Message])
 _BY_ID = "messages_by_id"  # the unique index on (thread_id, msg_id)
 
 
@@ -60,6 +59,7 @@ class PostgresStore(PostgresExtras):
         )
         self.lease_ttl = lease_ttl
         """Seconds a run's lease on a thread lives without renewal."""
+        self._messages = MessageCache()
 
     async def open(self) -> Self:
         """Open the pool and apply pending migrations; raises ``PostgresSchemaError`` if newer."""
@@ -78,32 +78,25 @@ class PostgresStore(PostgresExtras):
         """The thread, its latest run and its profile and shared state, from one snapshot."""
         tid = binding.thread_id
         async with self.db.tx(f"load thread {tid!r} from", write=False, pipeline=True) as conn:
-            cur = await conn.execute(
-                "SELECT t.version, t.parked, r.body, "
-                "(SELECT string_agg(body, ',' ORDER BY seq) FROM messages WHERE thread_id=%s) "
-                "FROM threads t LEFT JOIN runs r ON r.run_id = t.latest_run WHERE t.thread_id=%s",
-                (tid, tid),
-            )
-            row = await cur.fetchone()
+            loaded = await self._messages.fetch(conn, tid)
             state: dict[Any, Any] = {}
             owners = [
                 (Scope.THREAD, tid),
                 (Scope.PROFILE, binding.profile_id),
                 (Scope.SHARED, binding.namespace),
             ]
-            await load_scopes(conn, owners if row is not None else owners[1:], state)
-        if row is None:
+            await load_scopes(conn, owners if loaded is not None else owners[1:], state)
+        if loaded is None:
             return ThreadSnapshot(tid, [], state, 0)
-        version, parked, run, bodies = row
-        # One validation call for the whole list is much faster than one per row.
-        messages = _MESSAGES.validate_json("[" + (bodies or "") + "]")
+        messages, call_ids = self._messages.decode(tid, loaded)
         return ThreadSnapshot(
             tid,
             messages,
             state,
-            int(version),
-            ParkedRun.model_validate_json(parked) if parked else None,
-            RunRecord.model_validate_json(run) if run else None,
+            loaded.version,
+            ParkedRun.model_validate_json(loaded.parked) if loaded.parked else None,
+            RunRecord.model_validate_json(loaded.run) if loaded.run else None,
+            call_ids,
         )
 
     async def commit(
@@ -223,6 +216,7 @@ class PostgresStore(PostgresExtras):
                 "DELETE FROM events WHERE run_id IN (SELECT run_id FROM runs WHERE thread_id=%s)", t
             )
             await conn.execute("DELETE FROM runs WHERE thread_id=%s", t)
+        self._messages.forget(thread_id)
         return found
 
     async def close(self) -> None:

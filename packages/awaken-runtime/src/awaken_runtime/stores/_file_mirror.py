@@ -151,19 +151,23 @@ class FileMirror:
         tail = self.tail(path, lambda: self.forget(tid))
         if tail is None:
             return None
-        with no_gc():  # see no_gc: a replay allocates many objects and no cycles
+        # One pause of the collector (see no_gc) for reading and replaying, with the parsed
+        # lines dropped inside it: a pause each made the collector, resumed in between,
+        # walk every parsed line once before the replay began.
+        with no_gc():
             records, end, _lines = read_lines(path, tail.pos, tail.lines)
-        try:
-            with no_gc():
+            try:
                 for _offset, record in records:
                     self._replay(tid, record, path, tail.lines + 1)
                     tail.lines += 1
-        except StoreCorrupt:
-            # Forget what was replayed: the next access reads the file from its start and
-            # fails the same way, so no commit is ever appended on top of a bad line.
-            self.forget(tid)
-            del self._tails[path]
-            raise
+            except StoreCorrupt:
+                # Forget what was replayed: the next access reads the file from its start and
+                # fails the same way, so no commit is ever appended on top of a bad line.
+                self.forget(tid)
+                del self._tails[path]
+                raise
+            finally:
+                del records
         tail.pos = end
         return self.core.threads.get(tid)
 

@@ -1,13 +1,13 @@
 """Loading a thread's messages from SQLite at a cost proportional to what is new.
 
 The first load of a thread decodes every row with one validation call. The
-decoded messages are kept (for a bounded number of threads), with a
-fingerprint of the exact row text they came from. A later load still reads
-every row, but it decodes only the rows past the kept ones, and only after
-checking the kept rows' text is unchanged: a row damaged or replaced since
-(by another process, a restore, a deleted and re-created thread) changes the
-fingerprint, and the whole thread is decoded again, so a corrupt row is still
-``StoreCorrupt``. Reading a row costs a fraction of validating it.
+decoded messages are kept (for a bounded number of threads) and a later load
+reads and decodes only the rows appended since, after checking that nothing
+else happened to the kept ones: the thread's edit count (bumped by triggers
+on any update, delete or replace of a message row, see ``_sqlite_schema.py``)
+is unchanged, and the first and last kept rows still hold the kept messages'
+ids (a database restored from a copy or re-created elsewhere). Otherwise the
+whole thread is decoded again, so a damaged row is still ``StoreCorrupt``.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from ..messages._call_ids import call_ids_of
 from ..messages._message import Message
 from ..state._engine import Scope, StoreKey
 from ..suspension._suspension import ParkedRun
@@ -37,14 +38,17 @@ MESSAGES = TypeAdapter(list[Message])
 @dataclass(slots=True)
 class _Kept:
     messages: list[Message]
-    length: int
-    """Characters of the kept rows joined with commas."""
-    fingerprint: int
-    """``hash`` of that text (per process, never stored)."""
+    edits: int
+    """The thread's edit count when the messages were read."""
+    first: int
+    last: int
+    """The seqs of the first and last kept rows."""
+    call_ids: frozenset[str]
+    """Every tool-call id of the messages (the run needs them; the cache makes them O(new))."""
 
 
 class MessageCache:
-    """Decoded messages of recently loaded threads, checked against their rows."""
+    """Decoded messages of recently loaded threads, checked against the database."""
 
     def __init__(self, max_threads: int = 256, max_messages: int = 500_000) -> None:
         self.max_threads = max_threads
@@ -53,41 +57,65 @@ class MessageCache:
         self._kept: OrderedDict[str, _Kept] = OrderedDict()
         self._count = 0
 
-    def load(self, cur: sqlite3.Cursor, path: str, tid: str) -> list[Message]:
-        """Every message of ``tid`` in order (run inside the load's transaction)."""
+    def load(
+        self, cur: sqlite3.Cursor, path: str, tid: str
+    ) -> tuple[list[Message], frozenset[str]]:
+        """Every message of ``tid`` in order and their tool-call ids (inside the load's
+        transaction)."""
         with no_gc():
             return self._load(cur, path, tid)
 
-    def _load(self, cur: sqlite3.Cursor, path: str, tid: str) -> list[Message]:
-        rows = cur.execute(
-            "SELECT body FROM messages WHERE thread_id=? ORDER BY seq", (tid,)
-        ).fetchall()
-        bodies = [body for (body,) in rows]
-        kept = self._kept.pop(tid, None)
-        if kept is not None:
-            self._count -= len(kept.messages)
-        start = 0
-        if kept is not None and 0 < len(kept.messages) <= len(bodies):
-            n = len(kept.messages)
-            try:
-                head = ",".join(bodies[:n])
-            except TypeError:  # a row that is not text: decode all, to name it
-                head = ""
-            if len(head) == kept.length and hash(head) == kept.fingerprint:
-                start = n
+    def _load(
+        self, cur: sqlite3.Cursor, path: str, tid: str
+    ) -> tuple[list[Message], frozenset[str]]:
+        row = cur.execute("SELECT n FROM message_edits WHERE thread_id=?", (tid,)).fetchone()
+        edits = row[0] if row is not None else 0
+        kept = self.forget(tid)
         what = f"thread {tid!r} message"
-        new = decode_rows(path, what, MESSAGES, Message, bodies[start:], first=start + 1)
-        messages = kept.messages + new if kept is not None and start else new
-        if messages:
-            joined = ",".join(bodies)
-            self._keep(tid, _Kept(messages, len(joined), hash(joined)))
-        return list(messages)
+        if kept is not None and self._unchanged(cur, tid, kept, edits):
+            rows = cur.execute(
+                "SELECT seq, body FROM messages WHERE thread_id=? AND seq>? ORDER BY seq",
+                (tid, kept.last),
+            ).fetchall()
+            bodies = [body for _seq, body in rows]
+            new = decode_rows(path, what, MESSAGES, Message, bodies, first=kept.last + 1)
+            messages = kept.messages
+            messages += new
+            last = rows[-1][0] if rows else kept.last
+            first = kept.first
+            added = call_ids_of(new)
+            call_ids = kept.call_ids | added if added else kept.call_ids
+        else:
+            rows = cur.execute(
+                "SELECT body FROM messages WHERE thread_id=? ORDER BY seq", (tid,)
+            ).fetchall()
+            messages = decode_rows(path, what, MESSAGES, Message, [b for (b,) in rows])
+            if not messages:
+                return [], frozenset()
+            first, last = cur.execute(
+                "SELECT min(seq), max(seq) FROM messages WHERE thread_id=?", (tid,)
+            ).fetchone()
+            call_ids = frozenset(call_ids_of(messages))
+        self._keep(tid, _Kept(messages, edits, first, last, call_ids))
+        return list(messages), call_ids
 
-    def forget(self, tid: str) -> None:
-        """Drop a thread (deleted)."""
+    @staticmethod
+    def _unchanged(cur: sqlite3.Cursor, tid: str, kept: _Kept, edits: int) -> bool:
+        if edits != kept.edits:
+            return False
+        sql = "SELECT msg_id FROM messages WHERE thread_id=? AND seq=?"
+        for seq, message in ((kept.first, kept.messages[0]), (kept.last, kept.messages[-1])):
+            row = cur.execute(sql, (tid, seq)).fetchone()
+            if row is None or row[0] != message.id:
+                return False
+        return True
+
+    def forget(self, tid: str) -> _Kept | None:
+        """Drop a thread (deleted); what was kept of it."""
         kept = self._kept.pop(tid, None)
         if kept is not None:
             self._count -= len(kept.messages)
+        return kept
 
     def _keep(self, tid: str, kept: _Kept) -> None:
         self._kept[tid] = kept
@@ -111,7 +139,7 @@ def load_thread(
     row = cur.execute(
         "SELECT version, parked, latest_run FROM threads WHERE thread_id=?", (tid,)
     ).fetchone()
-    messages = cache.load(cur, path, tid)
+    messages, call_ids = cache.load(cur, path, tid)
     state: dict[StoreKey, Any] = {}
     for scope, owner in (
         (Scope.THREAD, tid),
@@ -125,7 +153,7 @@ def load_thread(
                 path, f"a {scope.value} state row of {owner!r} is not JSON ({exc})"
             ) from None
     if row is None:
-        return ThreadSnapshot(tid, messages, state, 0)
+        return ThreadSnapshot(tid, messages, state, 0, call_ids=call_ids)
     latest = run_of(cur, row[2]) if row[2] is not None else None
     parked = decode_one(path, f"thread {tid!r} parked run", ParkedRun, row[1]) if row[1] else None
-    return ThreadSnapshot(tid, messages, state, row[0], parked, latest)
+    return ThreadSnapshot(tid, messages, state, row[0], parked, latest, call_ids)

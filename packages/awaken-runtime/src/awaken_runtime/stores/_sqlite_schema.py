@@ -51,7 +51,27 @@ CREATE INDEX runs_by_age ON runs (phase, updated_at);
 CREATE INDEX threads_by_age ON threads (updated_at);
 """
 
-MIGRATIONS: list[str] = [_V1, _V2]
+_BUMP = (
+    "INSERT INTO message_edits VALUES ({0}.thread_id, 1) "
+    "ON CONFLICT (thread_id) DO UPDATE SET n = n + 1"
+)
+
+# Message rows are only ever appended by the store. Anything else done to them (a hand
+# edit, a delete, a REPLACE over an existing seq) bumps the thread's edit count, so a
+# process holding decoded messages knows when it must decode the thread again
+# (``_sqlite_load.py``). Counts are never deleted: a re-created thread counts on.
+_V3 = f"""
+CREATE TABLE message_edits (thread_id TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TRIGGER messages_updated AFTER UPDATE ON messages BEGIN
+  {_BUMP.format("old")}; {_BUMP.format("new")};
+END;
+CREATE TRIGGER messages_deleted AFTER DELETE ON messages BEGIN {_BUMP.format("old")}; END;
+CREATE TRIGGER messages_replaced AFTER INSERT ON messages
+  WHEN new.seq <= (SELECT n_messages FROM threads WHERE thread_id = new.thread_id)
+  BEGIN {_BUMP.format("new")}; END;
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2, _V3]
 """``MIGRATIONS[n]`` upgrades a database from schema version ``n`` to ``n + 1``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -122,12 +142,26 @@ def _migrate(conn: sqlite3.Connection, path: str, target: int) -> None:
         if found > SCHEMA_VERSION:
             raise StoreSchemaError(path, found, SCHEMA_VERSION)
         for version in range(found, target):
-            for statement in MIGRATIONS[version].split(";"):
-                if statement.strip():
-                    conn.execute(statement)
+            for statement in _statements(MIGRATIONS[version]):
+                conn.execute(statement)
         if found < target:
             conn.execute("UPDATE schema_version SET version = ?", (target,))
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
+
+
+def _statements(script: str) -> list[str]:
+    """The statements of ``script`` (a trigger's body holds semicolons of its own)."""
+    out: list[str] = []
+    pending = ""
+    for piece in script.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                out.append(pending)
+            pending = ""
+    if pending.strip(" \n;"):
+        out.append(pending)
+    return out
