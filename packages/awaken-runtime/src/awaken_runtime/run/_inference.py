@@ -52,15 +52,20 @@ class Inference:
     def base_request(self) -> InferenceRequest:
         """The request as it would be without any context entries or tool filters."""
         ctx = self.ctx
-        window = ctx.transcript.window(ctx.policy)
+        transcript, policy = ctx.transcript, ctx.policy
+        if isinstance(policy, KeepAll):  # the whole transcript after the system prompt
+            messages: Sequence[Message] = transcript.headed(ctx.assembler.head)
+        else:
+            window = transcript.window(policy)
+            messages = ctx.assembler.messages(window, transcript.last_user_index, [])
         return InferenceRequest(
-            model=ctx.model,
-            messages=ctx.assembler.messages(window, ctx.transcript.last_user_index, []),
-            tools=ctx.descriptors,
-            params=ctx.params,
-            run_id=ctx.run_id,
-            step=ctx.step,
-            output=ctx.output_spec,
+            ctx.model,
+            messages,
+            ctx.descriptors,
+            ctx.params,
+            ctx.run_id,
+            ctx.step,
+            ctx.output_spec,
         )
 
     def _override(self, override: dict[str, Any]) -> InferenceParams:

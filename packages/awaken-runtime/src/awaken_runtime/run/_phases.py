@@ -21,7 +21,8 @@ from ..lifecycle._failures import (
     Stopped,
     ToolFailure,
 )
-from ..messages._message import Message, new_id
+from ..messages._message import Message, ToolCall, new_id
+from ..models._model import InferenceRequest, InferenceResponse
 from ..plugins._actions import ACTIONS_KEY, ScheduledAction
 from ..plugins._plugin import HookReaction, PhaseHookPoint
 from ..state._effects import EFFECT_FAILURES_KEY, Effect
@@ -29,8 +30,9 @@ from ..state._engine import Command, MergePolicy, Scope, StagedCommand
 from ..stores._errors import LeaseLost
 from ..stores._thread_store import RunRecord
 from ..suspension._suspension import ParkedRun
+from ..tools._tool import ToolOutput
 from ._bounds import check_bound
-from ._dispatch import call_all
+from ._dispatch import call_all, start_all
 from ._run_context import RunContext
 from ._signals import End, bind2, fail, lease_lost, log
 
@@ -46,6 +48,7 @@ _AFTER_TOOL = PhaseHookPoint.AFTER_TOOL
 _RUN = Scope.RUN
 _COMMUTATIVE = MergePolicy.COMMUTATIVE
 _ACTIONS_SLOT = (_RUN, ACTIONS_KEY)
+_LABELS = {point: point.name for point in PhaseHookPoint}
 
 MAX_ACTION_ROUNDS = 16
 """How many rounds of due scheduled actions one phase point may run."""
@@ -93,8 +96,16 @@ class PhaseEngine:
                 )
             ) from exc
         if committed is not None:
-            ctx.pending.append(committed)
-            ctx.step_delta.extend(c for _p, c in committed.entries)
+            delta = ctx.step_delta
+            durable = False
+            for _producer, command in committed.entries:
+                delta.append(command)
+                if command.scope is not _RUN:
+                    durable = True
+            if durable:
+                # Stores keep no run-scope state: a batch of run-scope writes alone
+                # (request context and its clearing, run audits) is not theirs to write.
+                ctx.pending.append(committed)
 
     async def checkpoint(
         self, record: RunRecord | None = None, parked: ParkedRun | None = None, force: bool = False
@@ -236,9 +247,16 @@ class PhaseEngine:
         self,
         point: PhaseHookPoint,
         batch: list[StagedCommand] | None = None,
-        **extra: Any,
+        request: InferenceRequest | None = None,
+        response: InferenceResponse | None = None,
+        tool_call: ToolCall | None = None,
+        tool_output: ToolOutput | None = None,
     ) -> list[Message]:
-        """Run the hooks of ``point`` on one snapshot and commit once."""
+        """Run the hooks of ``point`` on one snapshot and commit once.
+
+        Hooks that return ``None`` cost no staging and, when nothing else was
+        staged, no commit: a point whose hooks all return nothing commits nothing.
+        """
         ctx = self.ctx
         hooks = ctx.hooks.get(point)
         if not hooks:
@@ -247,12 +265,23 @@ class PhaseEngine:
             if ctx.effects or _ACTIONS_SLOT in ctx.engine.data:
                 await self.after_commit(point)
             return _NO_MESSAGES
-        batch = batch if batch is not None else []
-        reactions = await self.call_all(point.name, ctx.hook_calls(point, hooks, **extra))
-        messages = self.collect(point, reactions, batch, allow_messages=point is _AFTER_TOOL)
+        calls = ctx.hook_calls(point, hooks, request, response, tool_call, tool_output)
+        reactions = start_all(_LABELS[point], calls)
+        if type(reactions) is not list:
+            reactions = await reactions  # type: ignore[misc]
+        messages = _NO_MESSAGES
+        for _plugin_id, reaction in reactions:  # type: ignore[union-attr]
+            if reaction is not None:
+                if batch is None:
+                    batch = []
+                messages = self.collect(point, reactions, batch, point is _AFTER_TOOL)  # type: ignore[arg-type]
+                break
         if ctx.new_actions:
+            if batch is None:
+                batch = []
             batch.append(self.actions_command())
-        self.commit(point, batch)
+        if batch:
+            self.commit(point, batch)
         if ctx.effects or _ACTIONS_SLOT in ctx.engine.data:
             await self.after_commit(point)
         return messages

@@ -184,18 +184,35 @@ def _as_message(entry: ContextMessage) -> Message:
     )
 
 
+_CLEARED = (CONTEXT_MESSAGES, TOOL_FILTER, INFERENCE_PARAMS, REQUEST_WINDOW)
+_removes: dict[str, dict[str, StagedCommand]] = {}
+
+
+def _clears(owner: str) -> dict[str, StagedCommand]:
+    # Commands are frozen: one set of removes per owner serves every step.
+    found = _removes.get(owner)
+    if found is None:
+        run, comm = Scope.RUN, MergePolicy.COMMUTATIVE
+        found = _removes[owner] = {
+            key: StagedCommand(
+                owner,
+                Command.remove(key, scope=run)
+                if key == REQUEST_WINDOW
+                else Command.remove(key, scope=run, merge=comm),
+            )
+            for key in _CLEARED
+        }
+    return found
+
+
 def request_only_clears(data: Any, marks: dict[str, Any] | None, owner: str) -> list[StagedCommand]:
     """Commands (by ``owner``) removing the request-only entries (context, filters,
     params, window) from run state, plus the context cooldown ``marks``."""
-    run, comm = Scope.RUN, MergePolicy.COMMUTATIVE
-    clear: list[StagedCommand] = []
-    for key in (CONTEXT_MESSAGES, TOOL_FILTER, INFERENCE_PARAMS):
-        if (run, key) in data:
-            clear.append(StagedCommand(owner, Command.remove(key, scope=run, merge=comm)))
-    if (run, REQUEST_WINDOW) in data:
-        clear.append(StagedCommand(owner, Command.remove(REQUEST_WINDOW, scope=run)))
+    run = Scope.RUN
+    removes = _clears(owner)
+    clear = [removes[key] for key in _CLEARED if (run, key) in data]
     if marks:
         # Committed with the step, so a resumed leg keeps the cooldowns.
-        mark = Command.set(CONTEXT_COOLDOWNS, marks, scope=run, merge=comm)
+        mark = Command.set(CONTEXT_COOLDOWNS, marks, scope=run, merge=MergePolicy.COMMUTATIVE)
         clear.append(StagedCommand(owner, mark))
     return clear
