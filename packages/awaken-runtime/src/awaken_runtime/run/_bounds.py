@@ -77,8 +77,9 @@ def _check_context(
     if not isinstance(value, dict):
         value = {}
     bands = {str(entry.get("band")) for entry in value.values() if isinstance(entry, dict)}
-    allowed = {b.value for b in bound.context_bands}
-    if not allowed or not bands <= allowed:
+    # Bands are StrEnum members: the declared set compares with the strings as it is.
+    if not bound.context_bands or not bands <= bound.context_bands:
+        allowed = {b.value for b in bound.context_bands}
         extra = ", ".join(sorted(bands - allowed)) or "any band"
         raise CapabilityBoundError(
             plugin_id, f"context_bands {{{extra}}}", f"injects context into {extra}"

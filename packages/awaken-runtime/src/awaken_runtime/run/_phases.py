@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from .._errors import StateConflictError
@@ -24,7 +25,7 @@ from ..lifecycle._failures import (
 from ..messages._message import Message, ToolCall, new_id
 from ..models._model import InferenceRequest, InferenceResponse
 from ..plugins._actions import ACTIONS_KEY, ScheduledAction
-from ..plugins._plugin import HookReaction, PhaseHookPoint
+from ..plugins._plugin import HookReaction, PhaseContext, PhaseHookPoint
 from ..state._effects import EFFECT_FAILURES_KEY, Effect
 from ..state._engine import Command, MergePolicy, Scope, StagedCommand
 from ..stores._errors import LeaseLost
@@ -265,7 +266,27 @@ class PhaseEngine:
             if ctx.effects or _ACTIONS_SLOT in ctx.engine.data:
                 await self.after_commit(point)
             return _NO_MESSAGES
-        calls = ctx.hook_calls(point, hooks, request, response, tool_call, tool_output)
+        # ``RunContext.hook_calls`` inlined (the hot path): one snapshot, run info and
+        # transcript view for every hook; contexts differ only in their plugin id.
+        store, info, view = ctx.engine.store, ctx.info(), ctx.transcript.view()
+        children, decision, ticket = ctx.children, ctx.decision, ctx.ticket
+        calls = []
+        for pid, hook in hooks:
+            hook_ctx = PhaseContext(
+                point,
+                store,
+                info,
+                view,
+                pid,
+                request,
+                response,
+                tool_call,
+                tool_output,
+                children,
+                decision,
+                ticket,
+            )
+            calls.append((pid, partial(hook, hook_ctx)))
         reactions = start_all(_LABELS[point], calls)
         if type(reactions) is not list:
             reactions = await reactions  # type: ignore[misc]

@@ -31,6 +31,8 @@ __all__ = ["CONTEXT_COOLDOWNS", "ReplacedContent", "RequestAssembler", "request_
 
 log = logging.getLogger("awaken_runtime")
 
+_BANDS = tuple(Band)
+
 CONTEXT_COOLDOWNS = "awaken.context_cooldowns"
 """Run-scope COMMUTATIVE key: ``{entry key: step it was last injected}``.
 
@@ -87,7 +89,7 @@ class RequestAssembler:
     the loop to stage them (``take_marks``).
     """
 
-    __slots__ = ("_base_system", "_instructions", "_parsed", "_system", "marks")
+    __slots__ = ("_base_system", "_built", "_instructions", "_parsed", "_system", "marks")
 
     def __init__(self, instructions: str) -> None:
         self._instructions = instructions
@@ -98,6 +100,11 @@ class RequestAssembler:
         # system message is rebuilt only when its text changes.
         self._parsed: dict[str, tuple[object, ContextMessage]] = {}
         self._system: Message | None = None
+        # The segments of the last entries: plugins stage the same entries step after
+        # step, and a request's messages are read-only (never mutated by the executor).
+        self._built: (
+            tuple[tuple[ContextMessage, ...], list[Message], list[Message], list[Message]] | None
+        ) = None
 
     def take_marks(self) -> dict[str, int]:
         """The injection steps not yet staged (and forget them)."""
@@ -153,7 +160,28 @@ class RequestAssembler:
             if not self._base_system:
                 return window
             return ChainView([self._base_system, window])
-        bands: dict[Band, list[ContextMessage]] = {b: [] for b in Band}
+        built = self._built
+        if (
+            built is not None
+            and len(built[0]) == len(entries)
+            and all(a is b for a, b in zip(built[0], entries, strict=True))
+        ):
+            head, conversation, suffix = built[1], built[2], built[3]
+        else:
+            head, conversation, suffix = self._segments(entries)
+            self._built = (tuple(entries), head, conversation, suffix)
+        split = last_user - window.start
+        if conversation and 0 <= split <= len(window):
+            before, after = window[:split], window[split:]
+        else:
+            before, after = window, []
+        return ChainView([head, before, conversation, after, suffix])
+
+    def _segments(
+        self, entries: list[ContextMessage]
+    ) -> tuple[list[Message], list[Message], list[Message]]:
+        """The head (system prompt and session band), conversation and suffix messages."""
+        bands: dict[Band, list[ContextMessage]] = {b: [] for b in _BANDS}
         for entry in entries:
             bands[entry.band].append(entry)
         system_parts = [self._instructions] if self._instructions else []
@@ -162,12 +190,7 @@ class RequestAssembler:
         head.extend(_as_message(e) for e in bands[Band.SESSION])
         conversation = [_as_message(e) for e in bands[Band.CONVERSATION]]
         suffix = [_as_message(e) for e in bands[Band.SUFFIX]]
-        split = last_user - window.start
-        if conversation and 0 <= split <= len(window):
-            before, after = window[:split], window[split:]
-        else:
-            before, after = window, []
-        return ChainView([head, before, conversation, after, suffix])
+        return head, conversation, suffix
 
     def _system_message(self, text: str) -> Message:
         system = self._system

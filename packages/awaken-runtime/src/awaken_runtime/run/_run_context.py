@@ -19,7 +19,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from .._errors import AgentConfigError
-from ..messages._transcript import MessageView, Transcript
+from ..messages._transcript import Transcript
 from ..models._model import TokenUsage
 from ..plugins._plugin import PhaseContext, PhaseHookPoint, RunInfo
 from ..state._engine import CommittedBatch, StateEngine
@@ -169,8 +169,6 @@ class RunContext:
         self.observation: RunObservation | None = None
         """This leg as the observer sees it (``None``: no observer, nothing is reported)."""
         self._info: RunInfo | None = None
-        self._view: MessageView | None = None
-        self._view_of: Transcript | None = None
         self.trace: Mapping[str, str] = {}
         """Stored with each ticket this leg parks (``RunObservation.trace``)."""
 
@@ -208,19 +206,6 @@ class RunContext:
             )
         return info
 
-    def view(self) -> MessageView:
-        """The transcript as hooks see it now (one view object while nothing is appended).
-
-        A view is a live window ``[0, n)`` on the transcript's list: while the
-        length is unchanged a new one would read exactly the same messages.
-        """
-        transcript = self.transcript
-        view = self._view
-        if view is None or self._view_of is not transcript or len(view) != len(transcript):
-            view = self._view = transcript.view()
-            self._view_of = transcript
-        return view
-
     def hook_context(
         self,
         point: PhaseHookPoint | str,
@@ -236,7 +221,7 @@ class RunContext:
             point,
             self.engine.store,
             self.info(),
-            self.view(),
+            self.transcript.view(),
             plugin_id,
             request,
             response,
@@ -261,7 +246,7 @@ class RunContext:
         The snapshot, run info and transcript view are read once and shared;
         each hook's context differs only in its ``plugin_id``.
         """
-        store, info, view = self.engine.store, self.info(), self.view()
+        store, info, view = self.engine.store, self.info(), self.transcript.view()
         children, decision, ticket = self.children, self.decision, self.ticket
         return [
             (
