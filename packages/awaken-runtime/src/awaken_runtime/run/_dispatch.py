@@ -123,9 +123,9 @@ def start_all(
 async def call_all(label: str, calls: list[tuple[str, Callable[[], Any]]]) -> list[tuple[str, Any]]:
     """Run producer thunks (eagerly where they do not wait); ``(producer, result)`` in order."""
     results = start_all(label, calls)
-    if type(results) is list:
+    if isinstance(results, list):
         return results
-    return await results  # type: ignore[misc]
+    return await results
 
 
 async def _suspended(

@@ -9,7 +9,7 @@ measure what a hook point costs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
@@ -270,7 +270,7 @@ class PhaseEngine:
         # transcript view for every hook; contexts differ only in their plugin id.
         store, info, view = ctx.engine.store, ctx.info(), ctx.transcript.view()
         children, decision, ticket = ctx.children, ctx.decision, ctx.ticket
-        calls = []
+        calls: list[tuple[str, Callable[[], Any]]] = []
         for pid, hook in hooks:
             hook_ctx = PhaseContext(
                 point,
@@ -288,14 +288,14 @@ class PhaseEngine:
             )
             calls.append((pid, partial(hook, hook_ctx)))
         reactions = start_all(_LABELS[point], calls)
-        if type(reactions) is not list:
-            reactions = await reactions  # type: ignore[misc]
+        if not isinstance(reactions, list):
+            reactions = await reactions
         messages = _NO_MESSAGES
-        for _plugin_id, reaction in reactions:  # type: ignore[union-attr]
+        for _plugin_id, reaction in reactions:
             if reaction is not None:
                 if batch is None:
                     batch = []
-                messages = self.collect(point, reactions, batch, point is _AFTER_TOOL)  # type: ignore[arg-type]
+                messages = self.collect(point, reactions, batch, point is _AFTER_TOOL)
                 break
         if ctx.new_actions:
             if batch is None:

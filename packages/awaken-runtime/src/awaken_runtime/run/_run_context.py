@@ -13,8 +13,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import partial
 from datetime import datetime
+from functools import partial
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 

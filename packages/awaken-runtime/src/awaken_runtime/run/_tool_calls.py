@@ -29,6 +29,7 @@ from ..plugins._plugin import PhaseHookPoint
 from ..state._engine import StagedCommand
 from ..suspension._suspension import SuspendCall
 from ..tools._tool import ToolCallContext, ToolOutput, ignore_progress
+from ._dispatch import start_all
 from ._phases import PhaseEngine
 from ._run_context import Parked, RunContext
 from ._signals import End, bind2, fail, interrupted, log
@@ -114,13 +115,13 @@ class ToolCallExecutor:
         gates = ctx.agent.gates
         if not gates:
             return None
-        results = await self.phases.call_all(
-            "TOOL_GATE",
-            [
-                (pid, bind2(gate, ctx.hook_context("tool_gate", pid, tool_call=call), call))
-                for pid, gate in gates
-            ],
-        )
+        calls = [
+            (pid, bind2(gate, ctx.hook_context("tool_gate", pid, None, None, call), call))
+            for pid, gate in gates
+        ]
+        results = start_all("TOOL_GATE", calls)
+        if not isinstance(results, list):  # a gate suspended: the rest run concurrently
+            results = await results
         best = winner(results)
         if best is None:
             ctx.gate_owner = None
