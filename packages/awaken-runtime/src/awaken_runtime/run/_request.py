@@ -89,7 +89,15 @@ class RequestAssembler:
     the loop to stage them (``take_marks``).
     """
 
-    __slots__ = ("_base_system", "_built", "_instructions", "_parsed", "_system", "marks")
+    __slots__ = (
+        "_base_system",
+        "_built",
+        "_instructions",
+        "_parsed",
+        "_standing",
+        "_system",
+        "marks",
+    )
 
     def __init__(self, instructions: str) -> None:
         self._instructions = instructions
@@ -100,11 +108,30 @@ class RequestAssembler:
         # system message is rebuilt only when its text changes.
         self._parsed: dict[str, tuple[object, ContextMessage]] = {}
         self._system: Message | None = None
+        self._standing: tuple[object, dict[str, Any] | None] = (None, None)
         # The segments of the last entries: plugins stage the same entries step after
         # step, and a request's messages are read-only (never mutated by the executor).
         self._built: (
             tuple[tuple[ContextMessage, ...], list[Message], list[Message], list[Message]] | None
         ) = None
+
+    def with_standing(
+        self, standing: dict[str, Any], raw: dict[str, Any] | None
+    ) -> dict[str, Any] | None:
+        """The standing entries (withdrawn ones left out) under this request's own.
+
+        A request-only entry of the same key wins for its request. Committed
+        values are replaced, never mutated: the same standing table with no
+        request-only entries gives the same (cached) dict.
+        """
+        if raw is None and standing is self._standing[0]:
+            return self._standing[1]
+        merged = {key: data for key, data in standing.items() if data is not None}
+        if raw is None:
+            self._standing = (standing, merged or None)
+            return merged or None
+        merged.update(raw)
+        return merged
 
     def take_marks(self) -> dict[str, int]:
         """The injection steps not yet staged (and forget them)."""
