@@ -4,7 +4,10 @@ A ``BEFORE_INFERENCE`` hook injects context by staging a write to the
 :data:`CONTEXT_MESSAGES` run-scope key (use :func:`inject`). Entries are keyed,
 so two plugins never duplicate each other; the loop places them into the next
 request only, ordered by ``(band, priority, key)``, and clears the key once the
-request is sent. They never reach the transcript.
+request is sent. They never reach the transcript. ``inject(..., standing=True)``
+writes :data:`STANDING_CONTEXT` instead: those entries go into every request of
+the run until replaced or withdrawn, so context that does not change costs no
+write per step.
 
 Tool narrowing works the same way through :data:`TOOL_FILTER`: each plugin
 writes its own entry (use :class:`ToolFilter`), the loop intersects every entry

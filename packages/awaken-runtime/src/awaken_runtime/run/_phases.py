@@ -3,7 +3,7 @@
 Every phase gathers the commands its producers staged, checks each against
 the producing plugin's capability bound, and commits them as one batch; then
 queued effects run and due scheduled actions, until none remain. The hot
-path is ``PhaseEngine.phase`` and ``call_all``: one place to read and to
+path is ``PhaseEngine.phase`` and ``start_all``: one place to read and to
 measure what a hook point costs.
 """
 
@@ -269,24 +269,12 @@ class PhaseEngine:
         # ``RunContext.hook_calls`` inlined (the hot path): one snapshot, run info and
         # transcript view for every hook; contexts differ only in their plugin id.
         store, info, view = ctx.engine.store, ctx.info(), ctx.transcript.view()
-        children, decision, ticket = ctx.children, ctx.decision, ctx.ticket
+        # The fields after plugin_id, in PhaseContext's order (positional: a keyword
+        # call of the dataclass __init__ costs more, once per hook).
+        rest = (request, response, tool_call, tool_output, ctx.children, ctx.decision, ctx.ticket)
         calls: list[tuple[str, Callable[[], Any]]] = []
         for pid, hook in hooks:
-            hook_ctx = PhaseContext(
-                point,
-                store,
-                info,
-                view,
-                pid,
-                request,
-                response,
-                tool_call,
-                tool_output,
-                children,
-                decision,
-                ticket,
-            )
-            calls.append((pid, partial(hook, hook_ctx)))
+            calls.append((pid, partial(hook, PhaseContext(point, store, info, view, pid, *rest))))
         reactions = start_all(_LABELS[point], calls)
         if not isinstance(reactions, list):
             reactions = await reactions
