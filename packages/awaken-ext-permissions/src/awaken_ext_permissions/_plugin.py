@@ -70,6 +70,7 @@ MANIFEST = PluginManifest(
 
 _THREAD = Scope.THREAD
 _PROFILE = Scope.PROFILE
+_VALUES = {behavior: behavior.value for behavior in Behavior}
 
 
 def _now() -> str:
@@ -183,16 +184,18 @@ class _Gatekeeper:
         decision = ctx.decision
         at = _now()
         commands: list[Command] = []
+        behavior = _VALUES[verdict.behavior]
+        run = ctx.run
         entry: dict[str, Any] = {
             "tool": call.name,
-            "policy": verdict.behavior.value,
+            "policy": behavior,
             "rule": verdict.rule_text,
             "source": verdict.source,
-            "decision": verdict.behavior.value,
+            "decision": behavior,
             "by": "policy",
             "at": at,
-            "run_id": ctx.run.run_id,
-            "step": ctx.run.step,
+            "run_id": run.run_id,
+            "step": run.step,
         }
         if verdict.detail:
             entry["detail"] = verdict.detail
