@@ -201,9 +201,14 @@ class _Gatekeeper:
             entry["detail"] = verdict.detail
         stop: str | None = None
         configured = verdict  # what the rules alone say: read only for a call a human decided
-        if decision is not None:
+        decided = decision is not None  # (isinstance on a model class is an ABC check: skipped)
+        if decided:
             configured = self.policy.evaluate(call.name, call.arguments)
-        if isinstance(decision, (Approve, Deny)) and configured.behavior is Behavior.ASK:
+        if (
+            decided
+            and isinstance(decision, (Approve, Deny))
+            and configured.behavior is Behavior.ASK
+        ):
             # A human answered this call's ask (on resume): record who, and remember it.
             answer = "approve" if isinstance(decision, Approve) else "deny"
             by = str(getattr(decision, "by", None) or "user")
@@ -227,7 +232,7 @@ class _Gatekeeper:
                         owner=self.owner(ctx),
                     )
                 )
-        elif isinstance(decision, Respond) and configured.behavior is Behavior.ASK:
+        elif decided and isinstance(decision, Respond) and configured.behavior is Behavior.ASK:
             entry.update(decision="respond", by="user")
         elif verdict.behavior is Behavior.DENY and self.config.on_deny == "stop":
             stop = f"tool '{call.name}' was denied by {verdict.describe()}"
