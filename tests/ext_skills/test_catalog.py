@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,7 +16,8 @@ from awaken_ext_skills import (
     load_skill,
     render_catalog,
 )
-from awaken_runtime import CONTEXT_MESSAGES, PhaseContext, PhaseHookPoint, RunInfo, Scope, Store
+from awaken_runtime import PhaseContext, PhaseHookPoint, RunInfo, Scope, Store
+from awaken_runtime.plugins._context import STANDING_CONTEXT
 
 
 def _skills(tmp_path: Path, skill_factory, count: int, **kw):
@@ -95,31 +97,44 @@ def _ctx(store: Store) -> PhaseContext:
     return PhaseContext(PhaseHookPoint.BEFORE_INFERENCE, store, info, None)  # type: ignore[arg-type]
 
 
-async def test_hook_injects_cached_catalog(tmp_path: Path, skill_factory) -> None:
+def _committed(store: Store, command: Any) -> Store:
+    """``store`` with ``command`` (a COMMUTATIVE run-scope write) applied, as a commit would."""
+    from awaken_runtime.state._engine import apply_command
+
+    data = store.to_dict()
+    apply_command(data, command)
+    return Store(data)
+
+
+async def test_hook_keeps_the_cached_catalog_standing_and_stages_nothing_while_it_holds(
+    tmp_path: Path, skill_factory
+) -> None:
     _skills(tmp_path, skill_factory, 3)
     plugin = SkillsPlugin()
     contributions = plugin.resolve(SkillsConfig(paths=[str(tmp_path)], packs=False))
     hook = contributions.hooks_at(PhaseHookPoint.BEFORE_INFERENCE)[0]
     store = Store({})
     first = await hook(_ctx(store))
-    second = await hook(_ctx(store))
-    assert first is not None and second is not None
+    assert first is not None
     (command,) = first.commands
-    assert command.key == CONTEXT_MESSAGES and command.scope is Scope.RUN
+    assert command.key == STANDING_CONTEXT and command.scope is Scope.RUN
     entry = command.action.value[CATALOG_KEY]
     assert entry["band"] == "system" and "skill-002" in entry["content"]
-    assert second.commands[0] is command  # rendered once, reused every step
+    again = await hook(_ctx(store))  # not committed yet (another run): staged again, as is
+    assert again is not None and again.commands[0] is command  # rendered once, reused
+    store = _committed(store, command)
+    assert await hook(_ctx(store)) is None  # standing and unchanged: nothing to commit
     skill_factory(tmp_path, "skill-new")
     plugin.refresh()
     third = await hook(_ctx(store))
+    assert third is not None
     assert "skill-new" in third.commands[0].action.value[CATALOG_KEY]["content"]
 
 
 async def test_no_skills_no_catalog(tmp_path: Path) -> None:
     contributions = SkillsPlugin().resolve(SkillsConfig(paths=[str(tmp_path)], packs=False))
     hook = contributions.hooks_at(PhaseHookPoint.BEFORE_INFERENCE)[0]
-    reaction = await hook(_ctx(Store({})))
-    assert reaction is not None and reaction.commands == []
+    assert await hook(_ctx(Store({}))) is None
 
 
 async def test_catalog_reaches_system_prompt(tmp_path: Path, skill_factory, skills_rig) -> None:

@@ -234,8 +234,8 @@ async def test_a_mixed_phase_commits_every_hooks_commands_on_one_snapshot(
     await PhaseEngine(ctx).phase(BI)
     # every hook saw the pre-phase snapshot, eager or not, and one batch holds all three
     assert sorted(seen) == [("slow", None), ("sync", None), ("tail", None)]
-    assert len(ctx.pending) == 1
-    assert sorted(p for p, _c in ctx.pending[0].entries) == ["slow", "sync", "tail"]
+    assert len(ctx.engine.log) == 1
+    assert sorted(p for p, _c in ctx.engine.log[0].entries) == ["slow", "sync", "tail"]
 
 
 async def test_a_cancel_during_a_mixed_phase_ends_the_run_at_its_boundary(

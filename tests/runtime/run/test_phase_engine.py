@@ -49,7 +49,46 @@ async def test_hooks_of_one_point_share_one_snapshot_and_commit_once(make_contex
     assert seen == [("pa", None, None), ("pb", None, None)]
     assert ctx.engine.store.get_value("a", Scope.RUN) == "pa"
     assert ctx.engine.store.get_value("b", Scope.RUN) == "pb"
+    assert len(ctx.engine.log) == 1 and len(ctx.engine.log[0].entries) == 2
+    # Run-scope writes alone: committed and logged, but nothing for the thread store.
+    assert ctx.pending == []
+
+
+async def test_a_batch_with_a_durable_write_goes_to_the_store_whole(make_context, make_plugin):
+    async def hook(ctx: PhaseContext) -> HookReaction:
+        return HookReaction(
+            commands=[
+                Command.set("a", 1, scope=Scope.RUN),
+                Command.set("t", 2, scope=Scope.THREAD),
+            ]
+        )
+
+    plugin = make_plugin(
+        "pt",
+        CapabilityBound(phase_hooks={BI}, state_keys=["run:a", "thread:t"]),
+        Contributions(phase_hooks={BI: hook}),
+    )
+    ctx = make_context(plugins=[plugin])
+    await PhaseEngine(ctx).phase(BI)
     assert len(ctx.pending) == 1 and len(ctx.pending[0].entries) == 2
+    assert [c.key for c in ctx.step_delta] == ["a", "t"]
+
+
+async def test_hooks_returning_nothing_commit_nothing(make_context, make_plugin):
+    calls: list[str] = []
+
+    def quiet(pid: str) -> Any:
+        async def hook(ctx: PhaseContext) -> None:
+            calls.append(pid)
+
+        return make_plugin(
+            pid, CapabilityBound(phase_hooks={BI}), Contributions(phase_hooks={BI: hook})
+        )
+
+    ctx = make_context(plugins=[quiet("q1"), quiet("q2")])
+    messages = await PhaseEngine(ctx).phase(BI)
+    assert calls == ["q1", "q2"] and messages == []
+    assert ctx.engine.log == [] and ctx.pending == [] and ctx.step_delta == []
 
 
 async def test_exclusive_conflict_commits_nothing(make_context):

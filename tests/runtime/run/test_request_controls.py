@@ -63,3 +63,27 @@ async def test_a_control_beyond_the_bound_fails_the_run(
 def test_unknown_control_names_the_known_ones() -> None:
     with pytest.raises(ValueError, match=r"valid: .*tool_choice, parallel_tool_calls"):
         override_params(tool_chioce="auto")
+
+
+def test_the_assembled_context_segments_follow_every_change_of_entries() -> None:
+    """Segments are reused for the very same entries, rebuilt as soon as one differs."""
+    from awaken_runtime import Band, ContextMessage, Message
+    from awaken_runtime.messages._transcript import Transcript
+    from awaken_runtime.run._request import RequestAssembler
+
+    assembler = RequestAssembler("base")
+    transcript = Transcript([Message.user("q")])
+    window = transcript.view()
+
+    def texts(entries: list[ContextMessage]) -> list[str]:
+        return [m.text for m in assembler.messages(window, 0, entries)]
+
+    a = ContextMessage(key="k", band=Band.SYSTEM, content="one")
+    s = ContextMessage(key="s", band=Band.SUFFIX, content="tail")
+    assert texts([a]) == ["base\n\none", "q"]
+    assert texts([a]) == ["base\n\none", "q"]
+    # An equal-keyed entry with new content, another band, or one entry fewer: rebuilt.
+    assert texts([ContextMessage(key="k", band=Band.SYSTEM, content="two")]) == ["base\n\ntwo", "q"]
+    assert texts([a, s]) == ["base\n\none", "q", "tail"]
+    assert texts([s]) == ["base", "q", "tail"]
+    assert texts([]) == ["base", "q"]

@@ -182,7 +182,7 @@ async def test_a_tools_commands_commit_with_its_result(make_context):
     await executor(ctx).call(ToolCall(id="c9", name="raw"))
     assert results(ctx) == [("c9", "ok", False)]
     assert ctx.engine.store.get_value("seen", Scope.RUN) == "c9"
-    ((producer, _command),) = ctx.pending[0].entries
+    ((producer, _command),) = ctx.engine.log[0].entries
     assert producer == "c9"
 
 
@@ -250,3 +250,39 @@ async def test_a_parked_call_keeps_the_coerced_arguments(make_context, make_plug
     ctx = make_context(tools=[counting_tool(ran)], plugins=[asker])
     await executor(ctx).call(ToolCall(id="c1", name="transfer", arguments={"amount": "7"}))
     assert ctx.parked[0].call.arguments == {"amount": 7} and ran == []
+
+
+async def test_arguments_already_in_the_tools_form_keep_the_call_as_sent(make_context, make_plugin):
+    ran: list[Any] = []
+    shown: list[ToolCall] = []
+
+    def gate(ctx: Any, call: ToolCall) -> Any:
+        shown.append(call)
+        return None
+
+    plugin = make_plugin("g", CapabilityBound(tool_gates=True), Contributions(tool_gates=[gate]))
+    ctx = make_context(tools=[counting_tool(ran)], plugins=[plugin])
+    sent = ToolCall(id="c1", name="transfer", arguments={"amount": 5000})
+    await executor(ctx).call(sent)
+    assert shown == [sent] and shown[0] is sent  # no copy when coercion changed nothing
+    assert ran == [{"amount": 5000}]
+
+
+@pytest.mark.parametrize(
+    ("sent", "coerced", "same"),
+    [
+        ({"a": 1, "b": "x"}, {"a": 1, "b": "x"}, True),
+        ({"a": 1}, {"a": True}, False),  # 1 == True, but not the same argument
+        ({"a": True}, {"a": 1}, False),
+        ({"a": 1}, {"a": 1.0}, False),
+        ({"a": [1]}, {"a": [1]}, False),  # containers: always the coerced copy
+        ({"a": 1}, {"a": 1, "b": None}, False),  # a default filled in
+        ({"a": None}, {"b": None}, False),
+    ],
+)
+def test_coercion_counts_as_unchanged_only_for_equal_values_of_one_scalar_type(
+    sent: dict[str, Any], coerced: dict[str, Any], same: bool
+) -> None:
+    from awaken_runtime.run._tool_calls import _unchanged
+
+    assert _unchanged(sent, coerced) is same

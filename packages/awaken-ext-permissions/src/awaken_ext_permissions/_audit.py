@@ -26,5 +26,8 @@ persisted with the thread), or nowhere."""
 def audit_command(scope: Literal["run", "thread"], call_id: str, entry: dict[str, Any]) -> Command:
     """The write recording ``entry`` for ``call_id``."""
     return Command.set(
-        AUDIT_KEY, {call_id: entry}, scope=Scope(scope), merge=MergePolicy.COMMUTATIVE
+        AUDIT_KEY, {call_id: entry}, scope=_SCOPES[scope], merge=MergePolicy.COMMUTATIVE
     )
+
+
+_SCOPES = {"run": Scope.RUN, "thread": Scope.THREAD}

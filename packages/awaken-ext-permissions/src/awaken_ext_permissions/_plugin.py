@@ -70,6 +70,7 @@ MANIFEST = PluginManifest(
 
 _THREAD = Scope.THREAD
 _PROFILE = Scope.PROFILE
+_VALUES = {behavior: behavior.value for behavior in Behavior}
 
 
 def _now() -> str:
@@ -97,22 +98,43 @@ class _Gatekeeper:
         self._tools_seen: object = None
         self._filter_owner = ""
         self._filter: Command | None = None
+        self._owner_of: str | None = None
+        self._owner = ""
+        # The last verdict, keyed by the call and the remembered tables it saw.
+        self._last: tuple[ToolCall, object, object, str, Verdict] | None = None
 
     def owner(self, ctx: PhaseContext) -> str:
         """Whose remembered decisions count: this agent with this policy, unless shared."""
         if self.config.remember_across_agents:
             return ""
-        return f"{ctx.run.agent_id}#{self._fingerprint}"
+        agent_id = ctx.run.agent_id
+        if agent_id != self._owner_of:
+            self._owner = f"{agent_id}#{self._fingerprint}"
+            self._owner_of = agent_id
+        return self._owner
 
     def verdict(self, ctx: PhaseContext, call: ToolCall) -> Verdict:
+        """What the policy says of ``call`` given the snapshot's remembered decisions.
+
+        The gate and the AFTER_TOOL hook ask about the same call on the same
+        snapshot: the second asks the answer the first got (a verdict depends on
+        nothing else, and committed values are replaced, never mutated).
+        """
         store = ctx.store
-        return self.policy.evaluate(
-            call.name,
-            call.arguments,
-            remembered(store, _THREAD),
-            remembered(store, _PROFILE),
-            self.owner(ctx),
-        )
+        thread, profile = remembered(store, _THREAD), remembered(store, _PROFILE)
+        owner = self.owner(ctx)
+        last = self._last
+        if (
+            last is not None
+            and last[0] is call
+            and last[1] is thread
+            and last[2] is profile
+            and last[3] == owner
+        ):
+            return last[4]
+        verdict = self.policy.evaluate(call.name, call.arguments, thread, profile, owner)
+        self._last = (call, thread, profile, owner, verdict)
+        return verdict
 
     def gate(self, ctx: PhaseContext, call: ToolCall) -> Block | Suspend | None:
         verdict = self.verdict(ctx, call)
@@ -162,24 +184,31 @@ class _Gatekeeper:
         decision = ctx.decision
         at = _now()
         commands: list[Command] = []
+        behavior = _VALUES[verdict.behavior]
+        run = ctx.run
         entry: dict[str, Any] = {
             "tool": call.name,
-            "policy": verdict.behavior.value,
+            "policy": behavior,
             "rule": verdict.rule_text,
             "source": verdict.source,
-            "decision": verdict.behavior.value,
+            "decision": behavior,
             "by": "policy",
             "at": at,
-            "run_id": ctx.run.run_id,
-            "step": ctx.run.step,
+            "run_id": run.run_id,
+            "step": run.step,
         }
         if verdict.detail:
             entry["detail"] = verdict.detail
         stop: str | None = None
         configured = verdict  # what the rules alone say: read only for a call a human decided
-        if decision is not None:
+        decided = decision is not None  # (isinstance on a model class is an ABC check: skipped)
+        if decided:
             configured = self.policy.evaluate(call.name, call.arguments)
-        if isinstance(decision, (Approve, Deny)) and configured.behavior is Behavior.ASK:
+        if (
+            decided
+            and isinstance(decision, (Approve, Deny))
+            and configured.behavior is Behavior.ASK
+        ):
             # A human answered this call's ask (on resume): record who, and remember it.
             answer = "approve" if isinstance(decision, Approve) else "deny"
             by = str(getattr(decision, "by", None) or "user")
@@ -203,7 +232,7 @@ class _Gatekeeper:
                         owner=self.owner(ctx),
                     )
                 )
-        elif isinstance(decision, Respond) and configured.behavior is Behavior.ASK:
+        elif decided and isinstance(decision, Respond) and configured.behavior is Behavior.ASK:
             entry.update(decision="respond", by="user")
         elif verdict.behavior is Behavior.DENY and self.config.on_deny == "stop":
             stop = f"tool '{call.name}' was denied by {verdict.describe()}"

@@ -8,12 +8,15 @@ cached rendering of its instructions.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from awaken_runtime import (
     Band,
     Command,
     ContextMessage,
     HookReaction,
     PhaseContext,
+    Scope,
     ToolFilter,
     inject,
 )
@@ -51,13 +54,13 @@ class SkillsHook:
         self.skill_tool_ids = skill_tool_ids
         self._generation = -1
         self._catalog: ContextMessage | None = None
-        self._catalog_only: list[Command] = []
         self._instructions: dict[tuple[str, str, tuple[tuple[str, str], ...]], ContextMessage] = {}
         # Single-slot caches: the same inputs as last step give the same (immutable) output.
         self._last_raw: object = None
         self._last_active: dict[str, ActiveSkill] = {}
-        self._last_entries: tuple[ContextMessage, ...] = ()
-        self._last_inject: Command | None = None
+        # entry key -> (the entry, its standing command), and the standing table's key.
+        self._stand: dict[str, tuple[ContextMessage, Command]] = {}
+        self._table_key: str | None = None
         self._last_only: frozenset[str] = frozenset()
         self._last_filter: Command | None = None
         self._tools_seen: object = None
@@ -77,7 +80,6 @@ class SkillsHook:
                 if text is None
                 else ContextMessage(key=CATALOG_KEY, band=Band.SYSTEM, content=text)
             )
-            self._catalog_only = [inject(self._catalog)] if self._catalog is not None else []
             self._generation = generation
         return self._catalog
 
@@ -97,12 +99,14 @@ class SkillsHook:
             self._instructions[cache_key] = found
         return found
 
-    async def __call__(self, ctx: PhaseContext) -> HookReaction:
-        """Inject the catalog and active instructions; narrow tools; drop stale activations."""
+    async def __call__(self, ctx: PhaseContext) -> HookReaction | None:
+        """Keep the catalog and active instructions standing; narrow tools; drop stale
+        activations. A step in which none of it changed stages nothing."""
         raw = ctx.store.get_value(ACTIVE_SKILLS.key, ACTIVE_SKILLS.scope)
         if not raw:
-            self.catalog()
-            return HookReaction(commands=list(self._catalog_only))
+            catalog = self.catalog()
+            commands = self._standing(ctx, (catalog,) if catalog is not None else ())
+            return HookReaction(commands=commands) if commands else None
         if raw is not self._last_raw:  # committed values are replaced, never mutated
             self._last_active = ACTIVE_SKILLS.get(ctx.store)
             self._last_raw = raw
@@ -127,23 +131,21 @@ class SkillsHook:
         catalog = self.catalog()
         if catalog is not None:
             entries.append(catalog)
-        commands: list[Command] = []
+        commands = self._standing(ctx, entries)
         if dropped:
             commands.append(ACTIVE_SKILLS.set(kept))
             names = ", ".join(repr(n) for n in sorted(dropped))
-            entries.append(
-                ContextMessage(
-                    key=NOTICE_KEY,
-                    band=Band.SESSION,
-                    content=f"Skill(s) {names} changed on disk or were removed and are no "
-                    f"longer active. Activate again with the `skill` tool if still needed.",
-                )
+            notice = ContextMessage(
+                key=NOTICE_KEY,
+                band=Band.SESSION,
+                content=f"Skill(s) {names} changed on disk or were removed and are no "
+                f"longer active. Activate again with the `skill` tool if still needed.",
             )
-        if entries:
-            commands.append(self._inject(entries))
+            commands.append(inject(notice))  # for one request only
         if narrowing and self.config.narrow_tools:
+            # Tool filters last one request (there is no standing filter): staged every step.
             commands.append(self._filter(frozenset(allowed | self.skill_tool_ids)))
-        return HookReaction(commands=commands)
+        return HookReaction(commands=commands) if commands else None
 
     def _known_tools(self, skill: Skill, ctx: PhaseContext) -> tuple[str, ...]:
         """The ``allowed-tools`` of ``skill`` that this agent has.
@@ -179,19 +181,40 @@ class SkillsHook:
             self._known[key] = found
         return found
 
-    def _inject(self, entries: list[ContextMessage]) -> Command:
-        last = self._last_entries
-        if (
-            self._last_inject is None
-            or len(last) != len(entries)
-            or any(a is not b for a, b in zip(last, entries, strict=False))
-        ):
-            self._last_entries = tuple(entries)
-            self._last_inject = inject(*entries)
-        return self._last_inject
+    def _standing(self, ctx: PhaseContext, entries: Sequence[ContextMessage]) -> list[Command]:
+        """What makes the run's standing context hold exactly ``entries`` of this plugin.
+
+        Each entry's command is built once per entry object; the committed table
+        keeps the very value it wrote, so an entry already standing is seen by
+        identity and costs nothing. Entries of this plugin no longer wanted
+        (a deactivated skill) are withdrawn.
+        """
+        if self._table_key is None:  # the runtime's standing-context key, read off a command
+            self._table_key = inject(standing=True).key
+        table = ctx.store.get_value(self._table_key, Scope.RUN) or {}
+        cached = self._stand
+        commands: list[Command] = []
+        for entry in entries:
+            key = entry.key
+            hit = cached.get(key)
+            if hit is None or hit[0] is not entry:
+                hit = cached[key] = (entry, inject(entry, standing=True))
+            if table.get(key) is not hit[1].action.value[key]:  # type: ignore[union-attr]
+                commands.append(hit[1])
+        if len(table) > len(entries) or commands:
+            wanted = {entry.key for entry in entries}
+            gone = [k for k, v in table.items() if v is not None and k not in wanted and _ours(k)]
+            if gone:
+                commands.append(inject(standing=True, withdraw=gone))
+        return commands
 
     def _filter(self, only: frozenset[str]) -> Command:
         if self._last_filter is None or only != self._last_only:
             self._last_only = only
             self._last_filter = ToolFilter(only=only).command(self.plugin_id)
         return self._last_filter
+
+
+def _ours(key: str) -> bool:
+    """Whether a standing entry key is one this plugin writes (catalog or instructions)."""
+    return key == CATALOG_KEY or key.startswith(ACTIVE_KEY_PREFIX)

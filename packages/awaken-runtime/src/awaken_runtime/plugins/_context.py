@@ -4,7 +4,10 @@ A ``BEFORE_INFERENCE`` hook injects context by staging a write to the
 :data:`CONTEXT_MESSAGES` run-scope key (use :func:`inject`). Entries are keyed,
 so two plugins never duplicate each other; the loop places them into the next
 request only, ordered by ``(band, priority, key)``, and clears the key once the
-request is sent. They never reach the transcript.
+request is sent. They never reach the transcript. ``inject(..., standing=True)``
+writes :data:`STANDING_CONTEXT` instead: those entries go into every request of
+the run until replaced or withdrawn, so context that does not change costs no
+write per step.
 
 Tool narrowing works the same way through :data:`TOOL_FILTER`: each plugin
 writes its own entry (use :class:`ToolFilter`), the loop intersects every entry
@@ -90,14 +93,33 @@ class ContextMessage(BaseModel):
     role: Literal["system", "user"] = "system"
 
 
-def inject(*messages: ContextMessage) -> Command:
-    """The command that adds ``messages`` to the next request's context."""
-    return Command.set(
-        CONTEXT_MESSAGES,
-        {m.key: m.model_dump(mode="json") for m in messages},
-        scope=Scope.RUN,
-        merge=MergePolicy.COMMUTATIVE,
-    )
+STANDING_CONTEXT = "awaken.standing_context"
+"""Run-scope COMMUTATIVE key: ``{entry key: ContextMessage data, or None once withdrawn}``.
+
+Standing entries go into every request of the run until they are replaced or
+withdrawn: a plugin whose context does not change stages nothing step after
+step. Written with ``inject(..., standing=True)``; the same bound rules apply
+(declared bands, one owning plugin per entry key). Not exported at the root:
+plugins use :func:`inject`."""
+
+
+def inject(
+    *messages: ContextMessage, standing: bool = False, withdraw: Iterable[str] = ()
+) -> Command:
+    """The command that adds ``messages`` to the next request's context.
+
+    ``standing=True``: they stay in every later request of the run too, until
+    injected again (replaced) or named in ``withdraw`` (keys of standing
+    entries to take away, also only with ``standing=True``).
+    """
+    value: dict[str, Any] = {m.key: m.model_dump(mode="json") for m in messages}
+    if not standing:
+        if withdraw:
+            raise ValueError("withdraw names standing entries: use it with standing=True")
+        return Command.set(CONTEXT_MESSAGES, value, scope=Scope.RUN, merge=MergePolicy.COMMUTATIVE)
+    for key in withdraw:
+        value.setdefault(key, None)
+    return Command.set(STANDING_CONTEXT, value, scope=Scope.RUN, merge=MergePolicy.COMMUTATIVE)
 
 
 def override_params(**fields: Any) -> Command:

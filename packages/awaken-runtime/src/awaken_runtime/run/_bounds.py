@@ -12,13 +12,20 @@ parameters only those the bound names, a request window only with
 from __future__ import annotations
 
 from .._errors import CapabilityBoundError
-from ..plugins._context import CONTEXT_MESSAGES, INFERENCE_PARAMS, REQUEST_WINDOW, TOOL_FILTER
+from ..plugins._context import (
+    CONTEXT_MESSAGES,
+    INFERENCE_PARAMS,
+    REQUEST_WINDOW,
+    STANDING_CONTEXT,
+    TOOL_FILTER,
+)
 from ..plugins._plugin import CapabilityBound
 from ..state._engine import Command, Remove, Scope
 
 __all__ = ["check_bound"]
 
 _RUN = Scope.RUN
+_CONTEXT_KEYS = frozenset({CONTEXT_MESSAGES, STANDING_CONTEXT})
 
 
 def check_bound(
@@ -31,7 +38,7 @@ def check_bound(
     """
     key = command.key
     if command.scope is _RUN:
-        if key == CONTEXT_MESSAGES:
+        if key in _CONTEXT_KEYS:
             _check_context(bound, plugin_id, command, owners)
             return
         if key == TOOL_FILTER:
@@ -77,8 +84,9 @@ def _check_context(
     if not isinstance(value, dict):
         value = {}
     bands = {str(entry.get("band")) for entry in value.values() if isinstance(entry, dict)}
-    allowed = {b.value for b in bound.context_bands}
-    if not allowed or not bands <= allowed:
+    # Bands are StrEnum members: the declared set compares with the strings as it is.
+    if not bound.context_bands or not bands <= bound.context_bands:
+        allowed = {b.value for b in bound.context_bands}
         extra = ", ".join(sorted(bands - allowed)) or "any band"
         raise CapabilityBoundError(
             plugin_id, f"context_bands {{{extra}}}", f"injects context into {extra}"

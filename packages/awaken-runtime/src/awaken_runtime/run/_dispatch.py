@@ -25,7 +25,7 @@ from typing import Any
 from ..lifecycle._failures import PluginFailure
 from ._signals import End, fail, log
 
-__all__ = ["call_all"]
+__all__ = ["call_all", "start_all"]
 
 _Coroutine = types.CoroutineType
 
@@ -86,8 +86,15 @@ async def _task(plugin_id: str, label: str, fn: Callable[[], Any]) -> Any:
         raise _failure(plugin_id, label, exc) from exc
 
 
-async def call_all(label: str, calls: list[tuple[str, Callable[[], Any]]]) -> list[tuple[str, Any]]:
-    """Run producer thunks (eagerly where they do not wait); ``(producer, result)`` in order."""
+def start_all(
+    label: str, calls: list[tuple[str, Callable[[], Any]]]
+) -> list[tuple[str, Any]] | Coroutine[Any, Any, list[tuple[str, Any]]]:
+    """Start every producer in the calling task; ``(producer, result)`` in order.
+
+    When none of them suspends (the usual phase), the results come back as a
+    list and the caller awaits nothing; otherwise the rest of the point is a
+    coroutine to await. ``call_all`` is the same as one awaitable.
+    """
     results: list[tuple[str, Any]] = []
     for plugin_id, fn in calls:
         try:
@@ -110,7 +117,15 @@ async def call_all(label: str, calls: list[tuple[str, Callable[[], Any]]]) -> li
         results.append((plugin_id, result))
     else:
         return results
-    return await _suspended(label, calls, results, pending)
+    return _suspended(label, calls, results, pending)
+
+
+async def call_all(label: str, calls: list[tuple[str, Callable[[], Any]]]) -> list[tuple[str, Any]]:
+    """Run producer thunks (eagerly where they do not wait); ``(producer, result)`` in order."""
+    results = start_all(label, calls)
+    if isinstance(results, list):
+        return results
+    return await results
 
 
 async def _suspended(

@@ -22,6 +22,7 @@ from ..plugins._context import (
     CONTEXT_MESSAGES,
     INFERENCE_PARAMS,
     REQUEST_WINDOW,
+    STANDING_CONTEXT,
     TOOL_FILTER,
     visible_tools,
 )
@@ -36,6 +37,7 @@ __all__ = ["Inference"]
 _RUN = Scope.RUN
 _FILTER_SLOT = (_RUN, TOOL_FILTER)
 _CONTEXT_SLOT = (_RUN, CONTEXT_MESSAGES)
+_STANDING_SLOT = (_RUN, STANDING_CONTEXT)
 _WINDOW_SLOT = (_RUN, REQUEST_WINDOW)
 _PARAMS_SLOT = (_RUN, INFERENCE_PARAMS)
 _COOLDOWN_SLOT = (_RUN, CONTEXT_COOLDOWNS)
@@ -52,15 +54,20 @@ class Inference:
     def base_request(self) -> InferenceRequest:
         """The request as it would be without any context entries or tool filters."""
         ctx = self.ctx
-        window = ctx.transcript.window(ctx.policy)
+        transcript, policy = ctx.transcript, ctx.policy
+        if isinstance(policy, KeepAll):  # the whole transcript after the system prompt
+            messages: Sequence[Message] = transcript.headed(ctx.assembler.head)
+        else:
+            window = transcript.window(policy)
+            messages = ctx.assembler.messages(window, transcript.last_user_index, [])
         return InferenceRequest(
-            model=ctx.model,
-            messages=ctx.assembler.messages(window, ctx.transcript.last_user_index, []),
-            tools=ctx.descriptors,
-            params=ctx.params,
-            run_id=ctx.run_id,
-            step=ctx.step,
-            output=ctx.output_spec,
+            ctx.model,
+            messages,
+            ctx.descriptors,
+            ctx.params,
+            ctx.run_id,
+            ctx.step,
+            ctx.output_spec,
         )
 
     def _override(self, override: dict[str, Any]) -> InferenceParams:
@@ -72,6 +79,9 @@ class Inference:
         ctx = self.ctx
         data = ctx.engine.data  # plain dict reads: this runs every step
         raw_context = data.get(_CONTEXT_SLOT)
+        standing = data.get(_STANDING_SLOT)
+        if standing:
+            raw_context = ctx.assembler.with_standing(standing, raw_context)
         filters = data.get(_FILTER_SLOT)
         override = data.get(_WINDOW_SLOT)
         params = data.get(_PARAMS_SLOT)

@@ -180,7 +180,7 @@ class AgentLoop:
         s0, s1, s2, s3 = _REQUEST_ONLY_SLOTS
         clear = (
             request_only_clears(data, ctx.assembler.take_marks(), RUNTIME)
-            if s0 in data or s1 in data or s2 in data or s3 in data
+            if s0 in data or s1 in data or s2 in data or s3 in data or ctx.assembler.marks
             else None
         )
         if clear or not phases.idle(_AFTER_INFERENCE):

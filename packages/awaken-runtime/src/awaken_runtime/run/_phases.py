@@ -3,14 +3,15 @@
 Every phase gathers the commands its producers staged, checks each against
 the producing plugin's capability bound, and commits them as one batch; then
 queued effects run and due scheduled actions, until none remain. The hot
-path is ``PhaseEngine.phase`` and ``call_all``: one place to read and to
+path is ``PhaseEngine.phase`` and ``start_all``: one place to read and to
 measure what a hook point costs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from .._errors import StateConflictError
@@ -21,16 +22,18 @@ from ..lifecycle._failures import (
     Stopped,
     ToolFailure,
 )
-from ..messages._message import Message, new_id
+from ..messages._message import Message, ToolCall, new_id
+from ..models._model import InferenceRequest, InferenceResponse
 from ..plugins._actions import ACTIONS_KEY, ScheduledAction
-from ..plugins._plugin import HookReaction, PhaseHookPoint
+from ..plugins._plugin import HookReaction, PhaseContext, PhaseHookPoint
 from ..state._effects import EFFECT_FAILURES_KEY, Effect
 from ..state._engine import Command, MergePolicy, Scope, StagedCommand
 from ..stores._errors import LeaseLost
 from ..stores._thread_store import RunRecord
 from ..suspension._suspension import ParkedRun
+from ..tools._tool import ToolOutput
 from ._bounds import check_bound
-from ._dispatch import call_all
+from ._dispatch import call_all, start_all
 from ._run_context import RunContext
 from ._signals import End, bind2, fail, lease_lost, log
 
@@ -46,6 +49,7 @@ _AFTER_TOOL = PhaseHookPoint.AFTER_TOOL
 _RUN = Scope.RUN
 _COMMUTATIVE = MergePolicy.COMMUTATIVE
 _ACTIONS_SLOT = (_RUN, ACTIONS_KEY)
+_LABELS = {point: point.name for point in PhaseHookPoint}
 
 MAX_ACTION_ROUNDS = 16
 """How many rounds of due scheduled actions one phase point may run."""
@@ -93,8 +97,16 @@ class PhaseEngine:
                 )
             ) from exc
         if committed is not None:
-            ctx.pending.append(committed)
-            ctx.step_delta.extend(c for _p, c in committed.entries)
+            delta = ctx.step_delta
+            durable = False
+            for _producer, command in committed.entries:
+                delta.append(command)
+                if command.scope is not _RUN:
+                    durable = True
+            if durable:
+                # Stores keep no run-scope state: a batch of run-scope writes alone
+                # (request context and its clearing, run audits) is not theirs to write.
+                ctx.pending.append(committed)
 
     async def checkpoint(
         self, record: RunRecord | None = None, parked: ParkedRun | None = None, force: bool = False
@@ -236,9 +248,16 @@ class PhaseEngine:
         self,
         point: PhaseHookPoint,
         batch: list[StagedCommand] | None = None,
-        **extra: Any,
+        request: InferenceRequest | None = None,
+        response: InferenceResponse | None = None,
+        tool_call: ToolCall | None = None,
+        tool_output: ToolOutput | None = None,
     ) -> list[Message]:
-        """Run the hooks of ``point`` on one snapshot and commit once."""
+        """Run the hooks of ``point`` on one snapshot and commit once.
+
+        Hooks that return ``None`` cost no staging and, when nothing else was
+        staged, no commit: a point whose hooks all return nothing commits nothing.
+        """
         ctx = self.ctx
         hooks = ctx.hooks.get(point)
         if not hooks:
@@ -247,12 +266,31 @@ class PhaseEngine:
             if ctx.effects or _ACTIONS_SLOT in ctx.engine.data:
                 await self.after_commit(point)
             return _NO_MESSAGES
-        batch = batch if batch is not None else []
-        reactions = await self.call_all(point.name, ctx.hook_calls(point, hooks, **extra))
-        messages = self.collect(point, reactions, batch, allow_messages=point is _AFTER_TOOL)
+        # ``RunContext.hook_calls`` inlined (the hot path): one snapshot, run info and
+        # transcript view for every hook; contexts differ only in their plugin id.
+        store, info, view = ctx.engine.store, ctx.info(), ctx.transcript.view()
+        # The fields after plugin_id, in PhaseContext's order (positional: a keyword
+        # call of the dataclass __init__ costs more, once per hook).
+        rest = (request, response, tool_call, tool_output, ctx.children, ctx.decision, ctx.ticket)
+        calls: list[tuple[str, Callable[[], Any]]] = []
+        for pid, hook in hooks:
+            calls.append((pid, partial(hook, PhaseContext(point, store, info, view, pid, *rest))))
+        reactions = start_all(_LABELS[point], calls)
+        if not isinstance(reactions, list):
+            reactions = await reactions
+        messages = _NO_MESSAGES
+        for _plugin_id, reaction in reactions:
+            if reaction is not None:
+                if batch is None:
+                    batch = []
+                messages = self.collect(point, reactions, batch, point is _AFTER_TOOL)
+                break
         if ctx.new_actions:
+            if batch is None:
+                batch = []
             batch.append(self.actions_command())
-        self.commit(point, batch)
+        if batch:
+            self.commit(point, batch)
         if ctx.effects or _ACTIONS_SLOT in ctx.engine.data:
             await self.after_commit(point)
         return messages

@@ -31,6 +31,8 @@ __all__ = ["CONTEXT_COOLDOWNS", "ReplacedContent", "RequestAssembler", "request_
 
 log = logging.getLogger("awaken_runtime")
 
+_BANDS = tuple(Band)
+
 CONTEXT_COOLDOWNS = "awaken.context_cooldowns"
 """Run-scope COMMUTATIVE key: ``{entry key: step it was last injected}``.
 
@@ -87,7 +89,15 @@ class RequestAssembler:
     the loop to stage them (``take_marks``).
     """
 
-    __slots__ = ("_base_system", "_instructions", "_parsed", "_system", "marks")
+    __slots__ = (
+        "_base_system",
+        "_built",
+        "_instructions",
+        "_parsed",
+        "_standing",
+        "_system",
+        "marks",
+    )
 
     def __init__(self, instructions: str) -> None:
         self._instructions = instructions
@@ -98,6 +108,30 @@ class RequestAssembler:
         # system message is rebuilt only when its text changes.
         self._parsed: dict[str, tuple[object, ContextMessage]] = {}
         self._system: Message | None = None
+        self._standing: tuple[object, dict[str, Any] | None] = (None, None)
+        # The segments of the last entries: plugins stage the same entries step after
+        # step, and a request's messages are read-only (never mutated by the executor).
+        self._built: (
+            tuple[tuple[ContextMessage, ...], list[Message], list[Message], list[Message]] | None
+        ) = None
+
+    def with_standing(
+        self, standing: dict[str, Any], raw: dict[str, Any] | None
+    ) -> dict[str, Any] | None:
+        """The standing entries (withdrawn ones left out) under this request's own.
+
+        A request-only entry of the same key wins for its request. Committed
+        values are replaced, never mutated: the same standing table with no
+        request-only entries gives the same (cached) dict.
+        """
+        if raw is None and standing is self._standing[0]:
+            return self._standing[1]
+        merged = {key: data for key, data in standing.items() if data is not None}
+        if raw is None:
+            self._standing = (standing, merged or None)
+            return merged or None
+        merged.update(raw)
+        return merged
 
     def take_marks(self) -> dict[str, int]:
         """The injection steps not yet staged (and forget them)."""
@@ -153,7 +187,28 @@ class RequestAssembler:
             if not self._base_system:
                 return window
             return ChainView([self._base_system, window])
-        bands: dict[Band, list[ContextMessage]] = {b: [] for b in Band}
+        built = self._built
+        if (
+            built is not None
+            and len(built[0]) == len(entries)
+            and all(a is b for a, b in zip(built[0], entries, strict=True))
+        ):
+            head, conversation, suffix = built[1], built[2], built[3]
+        else:
+            head, conversation, suffix = self._segments(entries)
+            self._built = (tuple(entries), head, conversation, suffix)
+        split = last_user - window.start
+        if conversation and 0 <= split <= len(window):
+            before, after = window[:split], window[split:]
+        else:
+            before, after = window, []
+        return ChainView([head, before, conversation, after, suffix])
+
+    def _segments(
+        self, entries: list[ContextMessage]
+    ) -> tuple[list[Message], list[Message], list[Message]]:
+        """The head (system prompt and session band), conversation and suffix messages."""
+        bands: dict[Band, list[ContextMessage]] = {b: [] for b in _BANDS}
         for entry in entries:
             bands[entry.band].append(entry)
         system_parts = [self._instructions] if self._instructions else []
@@ -162,12 +217,7 @@ class RequestAssembler:
         head.extend(_as_message(e) for e in bands[Band.SESSION])
         conversation = [_as_message(e) for e in bands[Band.CONVERSATION]]
         suffix = [_as_message(e) for e in bands[Band.SUFFIX]]
-        split = last_user - window.start
-        if conversation and 0 <= split <= len(window):
-            before, after = window[:split], window[split:]
-        else:
-            before, after = window, []
-        return ChainView([head, before, conversation, after, suffix])
+        return head, conversation, suffix
 
     def _system_message(self, text: str) -> Message:
         system = self._system
@@ -184,18 +234,35 @@ def _as_message(entry: ContextMessage) -> Message:
     )
 
 
+_CLEARED = (CONTEXT_MESSAGES, TOOL_FILTER, INFERENCE_PARAMS, REQUEST_WINDOW)
+_removes: dict[str, dict[str, StagedCommand]] = {}
+
+
+def _clears(owner: str) -> dict[str, StagedCommand]:
+    # Commands are frozen: one set of removes per owner serves every step.
+    found = _removes.get(owner)
+    if found is None:
+        run, comm = Scope.RUN, MergePolicy.COMMUTATIVE
+        found = _removes[owner] = {
+            key: StagedCommand(
+                owner,
+                Command.remove(key, scope=run)
+                if key == REQUEST_WINDOW
+                else Command.remove(key, scope=run, merge=comm),
+            )
+            for key in _CLEARED
+        }
+    return found
+
+
 def request_only_clears(data: Any, marks: dict[str, Any] | None, owner: str) -> list[StagedCommand]:
     """Commands (by ``owner``) removing the request-only entries (context, filters,
     params, window) from run state, plus the context cooldown ``marks``."""
-    run, comm = Scope.RUN, MergePolicy.COMMUTATIVE
-    clear: list[StagedCommand] = []
-    for key in (CONTEXT_MESSAGES, TOOL_FILTER, INFERENCE_PARAMS):
-        if (run, key) in data:
-            clear.append(StagedCommand(owner, Command.remove(key, scope=run, merge=comm)))
-    if (run, REQUEST_WINDOW) in data:
-        clear.append(StagedCommand(owner, Command.remove(REQUEST_WINDOW, scope=run)))
+    run = Scope.RUN
+    removes = _clears(owner)
+    clear = [removes[key] for key in _CLEARED if (run, key) in data]
     if marks:
         # Committed with the step, so a resumed leg keeps the cooldowns.
-        mark = Command.set(CONTEXT_COOLDOWNS, marks, scope=run, merge=comm)
+        mark = Command.set(CONTEXT_COOLDOWNS, marks, scope=run, merge=MergePolicy.COMMUTATIVE)
         clear.append(StagedCommand(owner, mark))
     return clear

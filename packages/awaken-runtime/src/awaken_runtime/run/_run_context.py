@@ -14,6 +14,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +26,6 @@ from ..state._engine import CommittedBatch, StateEngine
 from ..tools._cancel import CancellationToken
 from ._output import OutputCheck
 from ._request import RequestAssembler
-from ._signals import bind
 
 if TYPE_CHECKING:
     from ..agents._resolve import ResolvedAgent
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ..lifecycle._events import AgentEvent
     from ..lifecycle._observer import RunObservation, RunObserver
     from ..messages._message import Message, ToolCall
+    from ..models._model import InferenceRequest, InferenceResponse
     from ..plugins._actions import ScheduledAction
     from ..plugins._gates import AwaitReason
     from ..state._effects import Effect
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     from ..stores._lease import LeaseGuard
     from ..stores._thread_store import ScopeBinding, ThreadStore
     from ..suspension._suspension import ResumeTicket
-    from ..tools._tool import Tool
+    from ..tools._tool import Tool, ToolOutput
     from ._stop import StopTracker
 
 __all__ = ["Emit", "Parked", "RunContext"]
@@ -206,26 +207,39 @@ class RunContext:
         return info
 
     def hook_context(
-        self, point: PhaseHookPoint | str, plugin_id: str, **extra: Any
+        self,
+        point: PhaseHookPoint | str,
+        plugin_id: str,
+        request: InferenceRequest | None = None,
+        response: InferenceResponse | None = None,
+        tool_call: ToolCall | None = None,
+        tool_output: ToolOutput | None = None,
     ) -> PhaseContext:
         """The read-only context one hook of ``plugin_id`` gets at ``point``."""
+        # Positional, in field order: keywords make the dataclass __init__ slower per call.
         return PhaseContext(
-            point=point,
-            store=self.engine.store,
-            run=self.info(),
-            messages=self.transcript.view(),
-            plugin_id=plugin_id,
-            children=self.children,
-            decision=self.decision,
-            ticket=self.ticket,
-            **extra,
+            point,
+            self.engine.store,
+            self.info(),
+            self.transcript.view(),
+            plugin_id,
+            request,
+            response,
+            tool_call,
+            tool_output,
+            self.children,
+            self.decision,
+            self.ticket,
         )
 
     def hook_calls(
         self,
         point: PhaseHookPoint | str,
         hooks: Sequence[tuple[str, Callable[[PhaseContext], Any]]],
-        **extra: Any,
+        request: InferenceRequest | None = None,
+        response: InferenceResponse | None = None,
+        tool_call: ToolCall | None = None,
+        tool_output: ToolOutput | None = None,
     ) -> list[tuple[str, Callable[[], Any]]]:
         """The thunks running each of ``hooks`` at ``point`` on the same snapshot.
 
@@ -237,7 +251,7 @@ class RunContext:
         return [
             (
                 pid,
-                bind(
+                partial(
                     hook,
                     PhaseContext(
                         point,
@@ -245,10 +259,13 @@ class RunContext:
                         info,
                         view,
                         pid,
-                        children=children,
-                        decision=decision,
-                        ticket=ticket,
-                        **extra,
+                        request,
+                        response,
+                        tool_call,
+                        tool_output,
+                        children,
+                        decision,
+                        ticket,
                     ),
                 ),
             )

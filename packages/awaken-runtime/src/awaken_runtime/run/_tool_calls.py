@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from time import time as _clock
-from typing import Literal
+from typing import Any, Literal
 
 from .._errors import ToolError
 from ..lifecycle._events import ToolCallDone, ToolCallReady
@@ -29,6 +29,7 @@ from ..plugins._plugin import PhaseHookPoint
 from ..state._engine import StagedCommand
 from ..suspension._suspension import SuspendCall
 from ..tools._tool import ToolCallContext, ToolOutput, ignore_progress
+from ._dispatch import start_all
 from ._phases import PhaseEngine
 from ._run_context import Parked, RunContext
 from ._signals import End, bind2, fail, interrupted, log
@@ -99,7 +100,8 @@ class ToolCallExecutor:
             if explain is not None:
                 return ToolOutput.error(explain(exc))
             return ToolOutput.error(f"Invalid arguments for tool '{call.name}': {exc}")
-        # Always the coerced copy: ``1 == True`` would make an equality shortcut unsafe.
+        if _unchanged(call.arguments, arguments):
+            return call  # the usual case: the model already sent what the tool takes
         return call.model_copy(update={"arguments": arguments})
 
     async def gate(self, call: ToolCall) -> Decided | None:
@@ -113,13 +115,13 @@ class ToolCallExecutor:
         gates = ctx.agent.gates
         if not gates:
             return None
-        results = await self.phases.call_all(
-            "TOOL_GATE",
-            [
-                (pid, bind2(gate, ctx.hook_context("tool_gate", pid, tool_call=call), call))
-                for pid, gate in gates
-            ],
-        )
+        calls = [
+            (pid, bind2(gate, ctx.hook_context("tool_gate", pid, None, None, call), call))
+            for pid, gate in gates
+        ]
+        results = start_all("TOOL_GATE", calls)
+        if not isinstance(results, list):  # a gate suspended: the rest run concurrently
+            results = await results
         best = winner(results)
         if best is None:
             ctx.gate_owner = None
@@ -375,3 +377,21 @@ class ToolCallExecutor:
         """Hold ``parked`` for a decision; it becomes a ticket when the step parks."""
         self.ctx.parked.append(parked)
         self._emit_done(parked.call, "", "suspended")
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _unchanged(sent: dict[str, Any], coerced: dict[str, Any]) -> bool:
+    """Whether coercion left ``sent`` as it was: the same keys, each value of the same
+    scalar type and equal (``1 == True`` and ``1 == 1.0``, so the types must match too)."""
+    if len(sent) != len(coerced):
+        return False
+    for key, value in coerced.items():
+        old = sent.get(key, _SCALARS)
+        if old is value:
+            continue
+        kind = type(value)
+        if kind is not type(old) or kind not in _SCALARS or old != value:
+            return False
+    return True
