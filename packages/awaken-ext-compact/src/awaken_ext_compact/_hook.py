@@ -25,6 +25,7 @@ import logging
 
 from awaken_runtime import (
     CONTEXT_MESSAGES,
+    STANDING_CONTEXT,
     Command,
     ContextMessage,
     HookReaction,
@@ -39,7 +40,7 @@ from ._bound import BoundTokens
 from ._caches import Caches
 from ._compactor import CompactorError, summarize
 from ._config import CompactConfig
-from ._counter import REPLY_PRIMING, TokenCounter
+from ._counter import REPLY_PRIMING, TokenCounter, request_context
 from ._cut import choose_cut, safe_at_or_after, safe_at_or_before
 from ._index import ThreadTokens, TokenSums
 from ._persist import checkpoint, read_checkpoint
@@ -235,7 +236,12 @@ class CompactHook:
         thread_id = ctx.run.thread_id
         index = self.caches.index(thread_id, counter, cap, found, messages, need)
         fixed = REPLY_PRIMING + counter.tools(request.tools)
-        fixed += counter.raw_context(store.get_value(CONTEXT_MESSAGES, Scope.RUN))
+        fixed += counter.raw_context(
+            request_context(
+                store.get_value(STANDING_CONTEXT, Scope.RUN),
+                store.get_value(CONTEXT_MESSAGES, Scope.RUN),
+            )
+        )
         if system is not None:
             fixed += counter.message(system)
         start = policy_start

@@ -147,6 +147,7 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
         "INFERENCE_PARAMS",
         "REQUEST_WINDOW",
         "REQUEST_WINDOW_FIELDS",
+        "STANDING_CONTEXT",
         "TOOL_FILTER",
         "ToolFilter",
         "inject",

@@ -99,8 +99,9 @@ STANDING_CONTEXT = "awaken.standing_context"
 Standing entries go into every request of the run until they are replaced or
 withdrawn: a plugin whose context does not change stages nothing step after
 step. Written with ``inject(..., standing=True)``; the same bound rules apply
-(declared bands, one owning plugin per entry key). Not exported at the root:
-plugins use :func:`inject`."""
+(declared bands, one owning plugin per entry key). Plugins write it with
+:func:`inject`; one that measures the request (as compaction does) reads it
+beside :data:`CONTEXT_MESSAGES`."""
 
 
 def inject(
