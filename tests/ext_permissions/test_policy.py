@@ -231,6 +231,41 @@ def test_candidates_are_cached_per_tool() -> None:
     assert p.candidates("abc") is p.candidates("abc")
 
 
+def test_a_verdict_no_argument_decides_is_shared_and_never_hides_a_remembered_one() -> None:
+    p = policy("allow noop", "deny gone", 'allow pick(q = "a")', default="deny")
+    first = p.evaluate("noop", {"q": "x"})
+    assert first.behavior is Behavior.ALLOW and first.rule_text == "allow noop"
+    assert p.evaluate("noop", {"q": " X\u200b", "extra": [1]}) is first
+    # a remembered decision still decides for exactly its arguments
+    args = {"q": "x"}
+    entry = {"tool": "noop", "arguments": args, "behavior": "deny"}
+    thread = {call_key("noop", args): entry}
+    remembered = p.evaluate("noop", args, thread)
+    assert remembered.behavior is Behavior.DENY and remembered.source == "thread"
+    assert p.evaluate("noop", {"q": "y"}, thread).behavior is Behavior.ALLOW
+    # an unconditional deny beats a remembered allow
+    allowed = {call_key("gone", {}): {"tool": "gone", "arguments": {}, "behavior": "allow"}}
+    assert p.evaluate("gone", {}, allowed).rule_text == "deny gone"
+    # a conditional rule is matched on every call, whichever came first
+    assert decide(p, "pick", q="b") == "deny"
+    assert decide(p, "pick", q="a") == "allow"
+    assert decide(p, "pick", q="b") == "deny"
+    assert decide(p, "other") == "deny"
+
+
+def test_a_path_argument_is_checked_on_every_call_of_an_unconditionally_allowed_tool(
+    tmp_path: Any,
+) -> None:
+    config = PermissionsConfig.model_validate(
+        {"allow": ["write_file"], "path_arguments": {"write_file": ["path"]}}
+    ).model_copy(update={"path_root": str(tmp_path)})
+    p = config.policy()
+    assert p.evaluate("write_file", {"path": "src/a"}).behavior is Behavior.ALLOW
+    escaped = p.evaluate("write_file", {"path": "../x"})
+    assert escaped.behavior is Behavior.DENY and escaped.source == "argument"
+    assert p.evaluate("write_file", {"path": "src/b"}).behavior is Behavior.ALLOW
+
+
 # -- property: no sequence of allow rules can make a denied call run ----------------------
 
 _names = st.sampled_from(["shell", "write_file", "read_file", "net_get"])

@@ -14,6 +14,7 @@ from awaken_runtime import (
     InferenceRequest,
     InMemoryStore,
     Phase,
+    PhaseHookPoint,
     Respond,
     RunState,
     Scope,
@@ -189,6 +190,19 @@ async def test_unconditionally_denied_tools_are_hidden(rig: Any) -> None:
     state = await runtime.run("agent", "x")
     assert "delete_all" in seen[0]
     assert "Permission denied" in tool_messages(state)[0].text
+
+
+def test_the_hide_hook_runs_only_when_a_deny_rule_can_hide_a_tool() -> None:
+    def hooks(config: dict[str, Any]) -> set[Any]:
+        return set(PermissionsPlugin().resolve(config).phase_hooks)
+
+    hide, audit_hook = PhaseHookPoint.BEFORE_INFERENCE, PhaseHookPoint.AFTER_TOOL
+    # a default deny, an allow and a conditional deny never hide a tool by name
+    quiet = {"allow": ["noop"], "default": "deny", "deny": ['shell(command ~ "rm *")']}
+    assert hooks(quiet) == {audit_hook}
+    assert PermissionsPlugin().resolve(quiet).tool_gates
+    assert hooks({"deny": ["delete_*"]}) == {hide, audit_hook}
+    assert hooks({"deny": ["delete_*"], "hide_denied": False}) == {audit_hook}
 
 
 def _delegate(prompt: str = "clean up") -> ScriptedTurn:

@@ -102,6 +102,9 @@ class _Gatekeeper:
         self._owner = ""
         # The last verdict, keyed by the call and the remembered tables it saw.
         self._last: tuple[ToolCall, object, object, str, Verdict] | None = None
+        # The last audited verdict and its rule text (a policy reuses a verdict object
+        # for calls no argument decides, so consecutive entries usually share it).
+        self._texted: tuple[Verdict, str] | None = None
 
     def owner(self, ctx: PhaseContext) -> str:
         """Whose remembered decisions count: this agent with this policy, unless shared."""
@@ -186,10 +189,13 @@ class _Gatekeeper:
         commands: list[Command] = []
         behavior = _VALUES[verdict.behavior]
         run = ctx.run
+        texted = self._texted
+        if texted is None or texted[0] is not verdict:
+            texted = self._texted = (verdict, verdict.rule_text)
         entry: dict[str, Any] = {
             "tool": call.name,
             "policy": behavior,
-            "rule": verdict.rule_text,
+            "rule": texted[1],
             "source": verdict.source,
             "decision": behavior,
             "by": "policy",
@@ -261,6 +267,7 @@ class PermissionsPlugin:
             config = PermissionsConfig.model_validate(config or {})
         keeper = _Gatekeeper(config)
         hooks: dict[PhaseHookPoint, Any] = {PhaseHookPoint.AFTER_TOOL: keeper.record}
-        if config.hide_denied:
+        if config.hide_denied and keeper.policy.hides_any():
+            # Without an unconditional deny nothing is ever hidden: no hook to run per step.
             hooks[PhaseHookPoint.BEFORE_INFERENCE] = keeper.hide
         return Contributions(tool_gates=[keeper.gate], phase_hooks=hooks, inherit=config.inherit)

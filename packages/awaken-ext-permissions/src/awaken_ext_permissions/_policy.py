@@ -129,6 +129,8 @@ class Policy:
                 patterns.append((rule, names, (rule, body)))
         self._patterns = ToolPatterns(patterns)
         self._cache: dict[str, tuple[OrderedRules, OrderedRules]] = {}
+        # Per tool: the verdict when no argument can change it (see ``_fixed``), else None.
+        self._fixed_of: dict[str, Verdict | None] = {}
         # Tools the rules name exactly get their indexes now, so their first check is warm.
         self._known = {tool: self._build(tool) for tool in self._exact}
 
@@ -180,6 +182,10 @@ class Policy:
 
         ``owner`` names whose remembered decisions count (see :func:`call_key`).
         """
+        fixed_of = self._fixed_of
+        fixed = fixed_of[tool] if tool in fixed_of else self._fixed(tool)
+        if fixed is not None and (fixed.behavior is Behavior.DENY or not (thread or profile)):
+            return fixed
         if self.arguments is not None:
             views = self.arguments.of(tool, args)
             if views is not None:
@@ -193,6 +199,34 @@ class Policy:
         if remembered is not None:
             return remembered
         found = others.first(args) if others else None
+        if found is not None:
+            return Verdict(found.behavior, found, "rule")
+        return Verdict(self.default, None, "default")
+
+    def _fixed(self, tool: str) -> Verdict | None:
+        """The verdict of every ``tool`` call the remembered tables do not decide, when
+        the arguments cannot change it: no rule naming ``tool`` has conditions and
+        ``tool`` declares no shell or path argument (whose views could be malformed).
+        An unconditional deny wins over remembered decisions too, as in :meth:`evaluate`.
+        """
+        denies, others = self.candidates(tool)
+        plain = not any(rule.when for rule, _ in (*denies.rules, *others.rules))
+        if plain and self.arguments is not None:
+            shell, paths = self.arguments.declared(tool)
+            plain = not shell and not paths
+        fixed = self._rules_only(tool) if plain else None
+        if len(self._fixed_of) >= _CACHE_LIMIT:
+            self._fixed_of.clear()
+        self._fixed_of[tool] = fixed
+        return fixed
+
+    def _rules_only(self, tool: str) -> Verdict:
+        """What the rules alone say of a ``tool`` call matched by no condition."""
+        denies, others = self.candidates(tool)
+        denied = denies.first({}) if denies else None
+        if denied is not None:
+            return Verdict(Behavior.DENY, denied, "rule")
+        found = others.first({}) if others else None
         if found is not None:
             return Verdict(found.behavior, found, "rule")
         return Verdict(self.default, None, "default")
@@ -272,6 +306,10 @@ class Policy:
     def denied_unconditionally(self, tool: str) -> bool:
         """Whether a deny rule without conditions names ``tool``."""
         return self.candidates(tool)[0].unconditional()
+
+    def hides_any(self) -> bool:
+        """Whether :meth:`hidden` can name a tool at all (some deny rule has no conditions)."""
+        return any(r.behavior is Behavior.DENY and not r.when for r in self.rules)
 
     def hidden(self, tool_ids: Iterable[str]) -> frozenset[str]:
         """The tool ids the model should not see: those denied unconditionally."""
