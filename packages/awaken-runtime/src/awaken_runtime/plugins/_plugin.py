@@ -123,7 +123,11 @@ class CapabilityBound(BaseModel):
 
     def allows_key(self, scope: Scope, key: str) -> bool:
         """Whether the plugin may write ``(scope, key)``."""
-        return (scope, key) in self._slots
+        # Read the private table directly: ``self._slots`` goes through pydantic's
+        # ``__getattr__`` fallback (about 10x the set lookup), at every staged command.
+        private = self.__pydantic_private__
+        slots = private["_slots"] if private is not None else self._slots
+        return (scope, key) in slots
 
 
 class PluginManifest(BaseModel):
