@@ -50,8 +50,11 @@ def _start(schemas: Schemas, setup: str, stderr: Any = subprocess.DEVNULL, **env
 async def _state(schemas: Schemas, thread_id: str, run_id: str) -> tuple[Any, Any]:
     store = open_store(schemas.store_url(1.0))
     try:
-        snap = await store.load(ScopeBinding(thread_id, "default", "default"))
-        return snap, await store.get_run(run_id)
+        # The record first: a thread loaded after it is at least as new, so a run the
+        # record shows waiting has its parked run in the snapshot (the other order raced
+        # a worker parking the run between the two reads).
+        record = await store.get_run(run_id)
+        return await store.load(ScopeBinding(thread_id, "default", "default")), record
     finally:
         await store.close()
 
