@@ -131,3 +131,21 @@ async def test_the_edit_trigger_comes_with_the_migration(dsn: str, schema: str) 
     with psycopg.connect(dsn, autocommit=True) as conn:
         cur = conn.execute(f'SELECT thread_id, n FROM "{schema}".message_edits'.encode())
         assert cur.fetchall() == [("t1", 1)]  # the delete, not the appends
+
+
+async def test_overlapping_loads_of_a_growing_thread_each_see_it_whole(
+    store: PostgresStore,
+) -> None:
+    """Loads fetch, then decode: several in flight at once extend the same kept thread."""
+    import asyncio
+
+    messages = await _cached(store)
+    more = [Message.assistant("a"), Message.user("b")]
+    await store.commit(B, 3, more, [])
+    loads = await asyncio.gather(*(store.load(B) for _ in range(4)))
+    assert all(snap.messages == messages + more for snap in loads)
+    last = Message.assistant("c")
+    await store.commit(B, 4, [last], [])
+    first, second = await asyncio.gather(store.load(B), store.load(B))
+    assert first.messages == second.messages == messages + more + [last]
+    assert (await store.load(B)).messages == messages + more + [last]

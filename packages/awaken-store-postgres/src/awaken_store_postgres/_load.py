@@ -12,7 +12,6 @@ database). Otherwise the whole thread is fetched and decoded again.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +19,7 @@ from psycopg import AsyncConnection
 from pydantic import TypeAdapter
 
 from awaken_runtime import Message
+from awaken_runtime.stores import KeptThread, KeptThreads
 
 __all__ = ["MessageCache"]
 
@@ -39,23 +39,6 @@ _LOAD = (
 _ALL = "SELECT string_agg(body, ',' ORDER BY seq) FROM messages WHERE thread_id=%s"
 
 
-def call_ids_of(messages: list[Message]) -> set[str]:
-    """Every tool-call id the assistant messages of ``messages`` carry."""
-    return {c.id for m in messages if m.tool_calls for c in m.tool_calls}
-
-
-@dataclass(frozen=True, slots=True)
-class _Kept:
-    messages: list[Message]
-    edits: int
-    """The thread's edit count when the messages were read."""
-    first: int
-    last: int
-    """The seqs of the first and last kept rows."""
-    call_ids: frozenset[str]
-    """Every tool-call id of the messages (the run needs them; the cache makes them O(new))."""
-
-
 @dataclass(slots=True)
 class Loaded:
     """A thread row as loaded, with its messages still to decode (:meth:`MessageCache.decode`)."""
@@ -63,7 +46,7 @@ class Loaded:
     version: int
     parked: str | None
     run: str | None
-    kept: _Kept | None
+    kept: KeptThread | None
     """What the new rows follow (``None``: ``bodies`` are all of them)."""
     bodies: str
     edits: int
@@ -71,19 +54,12 @@ class Loaded:
     last: int
 
 
-class MessageCache:
+class MessageCache(KeptThreads):
     """Decoded messages of recently loaded threads, checked against the database."""
-
-    def __init__(self, max_threads: int = 256, max_messages: int = 500_000) -> None:
-        self.max_threads = max_threads
-        self.max_messages = max_messages
-        """Messages kept over all threads; the least recently loaded threads go first."""
-        self._kept: OrderedDict[str, _Kept] = OrderedDict()
-        self._count = 0
 
     async def fetch(self, conn: AsyncConnection[Any], tid: str) -> Loaded | None:
         """The thread row and the message rows not kept (inside the load's snapshot)."""
-        kept = self._kept.get(tid)
+        kept = self.get(tid)
         args = {"t": tid, "first": kept.first if kept else 0, "last": kept.last if kept else 0}
         cur = await conn.execute(_LOAD, args)
         row = await cur.fetchone()
@@ -111,28 +87,11 @@ class MessageCache:
         new = _MESSAGES.validate_json("[" + loaded.bodies + "]")
         kept = loaded.kept
         if kept is not None:
-            messages = kept.messages + new
-            added = call_ids_of(new)
-            call_ids = kept.call_ids | added if added else kept.call_ids
-            first = kept.first
+            kept = kept.extended(new, loaded.edits, loaded.last)
+        elif new:
+            kept = KeptThread.read(new, loaded.edits, loaded.first, loaded.last)
         else:
-            messages, call_ids, first = new, frozenset(call_ids_of(new)), loaded.first
-        self.forget(tid)
-        if messages:
-            self._keep(tid, _Kept(messages, loaded.edits, first, loaded.last, call_ids))
-        return list(messages), call_ids
-
-    def forget(self, tid: str) -> None:
-        """Drop a thread (deleted)."""
-        kept = self._kept.pop(tid, None)
-        if kept is not None:
-            self._count -= len(kept.messages)
-
-    def _keep(self, tid: str, kept: _Kept) -> None:
-        self._kept[tid] = kept
-        self._count += len(kept.messages)
-        while self._kept and (
-            len(self._kept) > self.max_threads or self._count > self.max_messages
-        ):
-            _tid, old = self._kept.popitem(last=False)
-            self._count -= len(old.messages)
+            self.forget(tid)
+            return [], frozenset()
+        self.keep(tid, kept)
+        return list(kept.messages), kept.call_ids

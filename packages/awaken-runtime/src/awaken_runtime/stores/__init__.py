@@ -13,7 +13,8 @@
 pass it to ``AgentRuntimeBuilder.with_store``. ``?lease_ttl=SECONDS`` sets how
 long a crashed run keeps its thread locked. The CLI reads ``--store`` or
 ``AWAKEN_STORE``. Third-party backends are checked with the
-``awaken-store-conformance`` pytest plugin.
+``awaken-store-conformance`` pytest plugin; a database backend can keep the
+threads it decoded with :class:`KeptThreads`, as the SQLite one does.
 """
 
 from __future__ import annotations
@@ -65,6 +66,8 @@ from ._thread_store import (
 # imports this package for the in-memory store and must not pay for sqlite3 & co.
 _LAZY = {
     "FileStore": "._file",
+    "KeptThread": "._kept",
+    "KeptThreads": "._kept",
     "SQLiteStore": "._sqlite",
     "SCHEMA_VERSION": "._sqlite_schema",
     "STORE_ENV": "._url",
@@ -85,6 +88,7 @@ def __getattr__(name: str) -> Any:
 
 if TYPE_CHECKING:
     from ._file import FileStore
+    from ._kept import KeptThread, KeptThreads
     from ._sqlite import SQLiteStore
     from ._sqlite_schema import SCHEMA_VERSION
     from ._url import STORE_ENV, STORE_GROUP, default_store_url, open_store
@@ -105,6 +109,8 @@ __all__ = [
     "FullStore",
     "InMemoryStore",
     "InvalidCommit",
+    "KeptThread",
+    "KeptThreads",
     "Lease",
     "LeaseLost",
     "LeaseStore",

@@ -13,19 +13,17 @@ whole thread is decoded again, so a damaged row is still ``StoreCorrupt``.
 from __future__ import annotations
 
 import sqlite3
-from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import TypeAdapter
 
-from ..messages._call_ids import call_ids_of
 from ..messages._message import Message
 from ..state._engine import Scope, StoreKey
 from ..suspension._suspension import ParkedRun
 from ._errors import StoreCorrupt
 from ._gc import no_gc
+from ._kept import KeptThread, KeptThreads
 from ._sqlite_ops import load_scope
 from ._sqlite_rows import decode_one, decode_rows
 from ._thread_store import RunRecord, ScopeBinding, ThreadSnapshot
@@ -35,27 +33,8 @@ __all__ = ["MESSAGES", "MessageCache", "load_thread"]
 MESSAGES = TypeAdapter(list[Message])
 
 
-@dataclass(slots=True)
-class _Kept:
-    messages: list[Message]
-    edits: int
-    """The thread's edit count when the messages were read."""
-    first: int
-    last: int
-    """The seqs of the first and last kept rows."""
-    call_ids: frozenset[str]
-    """Every tool-call id of the messages (the run needs them; the cache makes them O(new))."""
-
-
-class MessageCache:
+class MessageCache(KeptThreads):
     """Decoded messages of recently loaded threads, checked against the database."""
-
-    def __init__(self, max_threads: int = 256, max_messages: int = 500_000) -> None:
-        self.max_threads = max_threads
-        self.max_messages = max_messages
-        """Messages kept over all threads; the least recently loaded threads go first."""
-        self._kept: OrderedDict[str, _Kept] = OrderedDict()
-        self._count = 0
 
     def load(
         self, cur: sqlite3.Cursor, path: str, tid: str
@@ -79,12 +58,7 @@ class MessageCache:
             ).fetchall()
             bodies = [body for _seq, body in rows]
             new = decode_rows(path, what, MESSAGES, Message, bodies, first=kept.last + 1)
-            messages = kept.messages
-            messages += new
-            last = rows[-1][0] if rows else kept.last
-            first = kept.first
-            added = call_ids_of(new)
-            call_ids = kept.call_ids | added if added else kept.call_ids
+            kept = kept.extended(new, edits, rows[-1][0] if rows else kept.last)
         else:
             rows = cur.execute(
                 "SELECT body FROM messages WHERE thread_id=? ORDER BY seq", (tid,)
@@ -95,12 +69,12 @@ class MessageCache:
             first, last = cur.execute(
                 "SELECT min(seq), max(seq) FROM messages WHERE thread_id=?", (tid,)
             ).fetchone()
-            call_ids = frozenset(call_ids_of(messages))
-        self._keep(tid, _Kept(messages, edits, first, last, call_ids))
-        return list(messages), call_ids
+            kept = KeptThread.read(messages, edits, first, last)
+        self.keep(tid, kept)
+        return list(kept.messages), kept.call_ids
 
     @staticmethod
-    def _unchanged(cur: sqlite3.Cursor, tid: str, kept: _Kept, edits: int) -> bool:
+    def _unchanged(cur: sqlite3.Cursor, tid: str, kept: KeptThread, edits: int) -> bool:
         if edits != kept.edits:
             return False
         sql = "SELECT msg_id FROM messages WHERE thread_id=? AND seq=?"
@@ -109,22 +83,6 @@ class MessageCache:
             if row is None or row[0] != message.id:
                 return False
         return True
-
-    def forget(self, tid: str) -> _Kept | None:
-        """Drop a thread (deleted); what was kept of it."""
-        kept = self._kept.pop(tid, None)
-        if kept is not None:
-            self._count -= len(kept.messages)
-        return kept
-
-    def _keep(self, tid: str, kept: _Kept) -> None:
-        self._kept[tid] = kept
-        self._count += len(kept.messages)
-        while self._kept and (
-            len(self._kept) > self.max_threads or self._count > self.max_messages
-        ):
-            _tid, old = self._kept.popitem(last=False)
-            self._count -= len(old.messages)
 
 
 def load_thread(
