@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from awaken_ext_compact._counter import request_context
 from awaken_runtime import (
     Band,
     CapabilityBound,
@@ -73,13 +72,3 @@ async def test_a_standing_entry_counts_toward_the_trigger_like_a_request_only_on
     withdrawn = await first_compaction(rig, "withdrawn")
     assert standing == once < alone  # ~1,500 tokens of context bring the trigger forward
     assert withdrawn == alone
-
-
-def test_request_context_merges_standing_under_request_only() -> None:
-    a = {"key": "a", "band": "session", "content": "A"}
-    b = {"key": "b", "band": "session", "content": "B"}
-    b2 = {"key": "b", "band": "session", "content": "B2"}
-    assert request_context(None, None) is None
-    assert request_context({}, {"a": a}) == {"a": a}
-    assert request_context({"a": a, "b": None}, None) == {"a": a}  # b was withdrawn
-    assert request_context({"a": a, "b": b}, {"b": b2}) == {"a": a, "b": b2}

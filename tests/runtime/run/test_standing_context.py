@@ -15,6 +15,7 @@ from awaken_runtime import (
     PhaseHookPoint,
     ScriptedTurn,
     inject,
+    request_context,
     tool,
 )
 
@@ -106,3 +107,14 @@ async def test_a_plugin_cannot_withdraw_another_plugins_entry(
 def test_withdraw_needs_standing() -> None:
     with pytest.raises(ValueError, match="standing=True"):
         inject(withdraw=["k"])
+
+
+def test_request_context_merges_standing_under_request_only() -> None:
+    a = {"key": "a", "band": "session", "content": "A"}
+    b = {"key": "b", "band": "session", "content": "B"}
+    b2 = {"key": "b", "band": "session", "content": "B2"}
+    assert request_context(None, None) is None
+    assert request_context({}, {"a": a}) == {"a": a}
+    assert request_context({"b": None}, None) is None  # nothing left in force
+    assert request_context({"a": a, "b": None}, None) == {"a": a}  # b was withdrawn
+    assert request_context({"a": a, "b": b}, {"b": b2}) == {"a": a, "b": b2}

@@ -31,7 +31,6 @@ __all__ = [
     "REPLY_PRIMING",
     "TokenCounter",
     "arguments_json",
-    "request_context",
 ]
 
 PER_MESSAGE = 3
@@ -50,19 +49,6 @@ arguments_json = json.JSONEncoder(ensure_ascii=False).encode
 """A tool call's arguments as the JSON text they are counted as: what
 ``json.dumps(arguments, ensure_ascii=False)`` returns, without building an
 encoder per call."""
-
-
-def request_context(
-    standing: dict[str, Any] | None, request_only: dict[str, Any] | None
-) -> dict[str, Any] | None:
-    """The context entries the next request carries: the standing ones still in force
-    (a withdrawn entry is ``None``) under the request-only ones, which win by key."""
-    if not standing:
-        return request_only
-    merged = {key: data for key, data in standing.items() if data is not None}
-    if request_only:
-        merged.update(request_only)
-    return merged
 
 
 def tool_schema_json(descriptor: ToolDescriptor) -> str:

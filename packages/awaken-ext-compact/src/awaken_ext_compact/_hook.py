@@ -34,13 +34,14 @@ from awaken_runtime import (
     PhaseContext,
     Scope,
     inject,
+    request_context,
 )
 
 from ._bound import BoundTokens
 from ._caches import Caches
 from ._compactor import CompactorError, summarize
 from ._config import CompactConfig
-from ._counter import REPLY_PRIMING, TokenCounter, request_context
+from ._counter import REPLY_PRIMING, TokenCounter
 from ._cut import choose_cut, safe_at_or_after, safe_at_or_before
 from ._index import ThreadTokens, TokenSums
 from ._persist import checkpoint, read_checkpoint

@@ -119,6 +119,7 @@ if TYPE_CHECKING:
         ToolFilter,
         inject,
         override_params,
+        request_context,
         start_window_after,
     )
     from .plugins._declarative import (
@@ -406,6 +407,7 @@ __all__ = [
     "override_params",
     "phase_hook",
     "replay",
+    "request_context",
     "run_child_agent",
     "run_end_guard",
     "start_window_after",

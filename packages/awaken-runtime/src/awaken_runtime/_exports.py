@@ -152,6 +152,7 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
         "ToolFilter",
         "inject",
         "override_params",
+        "request_context",
         "start_window_after",
     ),
     "plugins._discovery": (

@@ -104,6 +104,21 @@ step. Written with ``inject(..., standing=True)``; the same bound rules apply
 beside :data:`CONTEXT_MESSAGES`."""
 
 
+def request_context(
+    standing: dict[str, Any] | None, request_only: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """The context entries the next request carries, as stored data by entry key: the
+    :data:`STANDING_CONTEXT` entries still in force (a withdrawn one is ``None``) under
+    the :data:`CONTEXT_MESSAGES` ones, which win by key. For plugins that measure the
+    request (compaction) as much as for the loop that builds it."""
+    if not standing:
+        return request_only
+    merged = {key: data for key, data in standing.items() if data is not None}
+    if request_only:
+        merged.update(request_only)
+    return merged or None
+
+
 def inject(
     *messages: ContextMessage, standing: bool = False, withdraw: Iterable[str] = ()
 ) -> Command:

@@ -24,6 +24,7 @@ from ..plugins._context import (
     TOOL_FILTER,
     Band,
     ContextMessage,
+    request_context,
 )
 from ..state._engine import Command, MergePolicy, Scope, StagedCommand
 
@@ -126,11 +127,9 @@ class RequestAssembler:
         """
         if raw is None and standing is self._standing[0]:
             return self._standing[1]
-        merged = {key: data for key, data in standing.items() if data is not None}
+        merged = request_context(standing, raw)
         if raw is None:
-            self._standing = (standing, merged or None)
-            return merged or None
-        merged.update(raw)
+            self._standing = (standing, merged)
         return merged
 
     def take_marks(self) -> dict[str, int]:
