@@ -8,7 +8,11 @@ time, then loaded three ways, interleaved across the two stores:
   process pays on its first run on the thread);
 * ``next run``: the same store object after one more commit of two messages
   (a run starting on a thread this process has served before);
-* ``again``: the same store object, nothing new.
+* ``again``: the same store object, nothing new;
+* ``first load + read all``: a new store object, then every message read
+  (``list(snapshot.messages)``): messages are decoded when first read, so this
+  is what a run that sends the whole thread pays at its first request. No
+  target: shown so the decoding a first load leaves out is not hidden.
 
 CPU time is ``time.process_time`` (every thread of the process, so a store
 that loads on its own thread is counted whole), the median of the rounds.
@@ -51,9 +55,11 @@ def _open(kind: str, root: Path) -> Any:
     return SQLiteStore(root / "a.db") if kind == "sqlite" else FileStore(root / "files")
 
 
-async def _cpu(load: Any) -> tuple[float, int]:
+async def _cpu(load: Any, read_all: bool = False) -> tuple[float, int]:
     start = time.process_time()
     snap = await load(BINDING)
+    if read_all:
+        list(snap.messages)
     return time.process_time() - start, len(snap.messages)
 
 
@@ -80,9 +86,17 @@ async def _measure(rounds: int) -> dict[tuple[str, str], list[float]]:
                 nxt, _ = await _cpu(store.load)
                 again, _ = await _cpu(store.load)
                 await store.close()
+                store = _open(kind, root)
+                whole, _ = await _cpu(store.load, read_all=True)
+                await store.close()
                 if r == 0:
                     continue
-                for case, cpu in (("first load", first), ("next run", nxt), ("again", again)):
+                for case, cpu in (
+                    ("first load", first),
+                    ("next run", nxt),
+                    ("again", again),
+                    ("first load + read all", whole),
+                ):
                     samples.setdefault((kind, case), []).append(cpu / n * 1e6)
     return samples
 
@@ -94,7 +108,10 @@ def main() -> None:
     for (kind, case), us in samples.items():
         med = statistics.median(us)
         rows.append([kind, case, SIZE, med * SIZE / 1e3, med])
-        checks.append((f"{kind} {case}: {med:.2f} us/message <= {TARGET_US}", med <= TARGET_US))
+        if case != "first load + read all":
+            checks.append(
+                (f"{kind} {case}: {med:.2f} us/message <= {TARGET_US}", med <= TARGET_US)
+            )
     emit(
         args,
         title=f"thread load at {SIZE:,} messages (CPU, median of rounds)",
@@ -104,6 +121,8 @@ def main() -> None:
         notes=[
             "first load: a new store object (a new process); next run: after one more "
             "commit, same object; again: nothing new",
+            "first load + read all: every message decoded too (what a run sending the whole "
+            "thread pays at its first request; a windowed or compacted run decodes its window)",
         ],
     )
 

@@ -55,11 +55,52 @@ async def test_a_bad_message_row_is_corrupt_naming_thread_and_row(
     store = SQLiteStore(tmp_path / "a.db")
     await _three(store)
     _sql(tmp_path / "a.db", "UPDATE messages SET body=? WHERE seq=2", body)
-    for read in (store.load(binding("t1")), store.read_messages("t1")):
+    # A load reads rows; a message is decoded when something reads it.
+    snap = await store.load(binding("t1"))
+
+    async def read_loaded() -> object:
+        return list(snap.messages)
+
+    for read in (read_loaded(), store.read_messages("t1")):
         with pytest.raises(StoreCorrupt) as info:
             await read
         text = str(info.value)
         assert "'t1'" in text and "message row 2" in text and str(tmp_path / "a.db") in text
+    with pytest.raises(StoreCorrupt, match="message row 2"):
+        snap.messages[1]
+    assert snap.messages[2].text == "m2"  # the rows after it still decode
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "file"])
+async def test_a_run_that_sends_a_damaged_message_ends_naming_it(tmp_path: Path, kind: str) -> None:
+    store = _store(kind, tmp_path)
+    await _three(store)
+    await store.close()
+    if kind == "sqlite":
+        _sql(tmp_path / "a.db", "UPDATE messages SET body=? WHERE seq=2", '{"role": "wizard"}')
+        where = "message row 2"
+    else:
+        path = tmp_path / "f" / "threads" / "t1.jsonl"
+        lines = path.read_bytes().split(b"\n")
+        record = json.loads(lines[1])
+        record["m"][0]["role"] = "wizard"  # a well-formed commit line, a damaged message
+        lines[1] = json.dumps(record).encode()
+        path.write_bytes(b"\n".join(lines))
+        where = "message 2"
+    # The whole thread goes to the model: the run ends with the store's error, not a
+    # provider's or a plugin's, and the store is usable for the next run.
+    store = _store(kind, tmp_path)
+    rig = scripted_runtime(["done"], store=store)
+    state = await rig.runtime.run("agent", "hello", thread_id="t1")
+    failure = state.end_cause.failure  # type: ignore[union-attr]
+    assert failure.kind == "internal"
+    assert "StoreCorrupt" in failure.message and "'t1'" in failure.message
+    assert where in failure.message
+    # A run whose window leaves the damaged message out never reads it.
+    rig = scripted_runtime(["done"], store=store, context_policy={"keep_last": 2})
+    state = await rig.runtime.run("agent", "again", thread_id="t1")
+    assert state.end_cause.kind == "natural_end"
+    await store.close()
 
 
 async def test_bad_parked_run_and_state_rows_are_corrupt(tmp_path: Path) -> None:
@@ -118,7 +159,7 @@ async def test_a_process_that_cannot_replay_a_thread_never_appends_to_it(tmp_pat
     good = path.read_bytes()
     lines = good.split(b"\n")
     record = json.loads(lines[1])
-    record["m"][0]["role"] = "wizard"  # valid JSON, not a valid commit
+    del record["m"][0]["id"]  # valid JSON, not a valid commit (every stored message has an id)
     lines[1] = json.dumps(record).encode()
     path.write_bytes(b"\n".join(lines))
     reader = FileStore(tmp_path)

@@ -12,6 +12,7 @@ database). Otherwise the whole thread is fetched and decoded again.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,9 +70,7 @@ class MessageCache(KeptThreads):
         version, parked, run, edits, first_id, last_id, first, last, bodies = row
         edits = int(edits or 0)
         if kept is not None and (
-            edits != kept.edits
-            or first_id != kept.messages[0].id
-            or last_id != kept.messages[-1].id
+            edits != kept.edits or first_id != kept.first_id or last_id != kept.last_id
         ):
             kept = None
             cur = await conn.execute(_ALL, (tid,))
@@ -80,7 +79,7 @@ class MessageCache(KeptThreads):
             int(version), parked, run, kept, bodies or "", edits, int(first or 0), int(last or 0)
         )
 
-    def decode(self, tid: str, loaded: Loaded) -> tuple[list[Message], frozenset[str]]:
+    def decode(self, tid: str, loaded: Loaded) -> tuple[Sequence[Message], frozenset[str]]:
         """Every message of the thread in order (one validation call for the new rows) and
         their tool-call ids."""
         # One validation call for the whole list is much faster than one per row.
@@ -94,4 +93,4 @@ class MessageCache(KeptThreads):
             self.forget(tid)
             return [], frozenset()
         self.keep(tid, kept)
-        return list(kept.messages), kept.call_ids
+        return kept.messages.copy(), kept.call_ids

@@ -9,6 +9,7 @@ from typing import Annotated, Literal, TypeAlias, overload
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from ._message import Message
+from ._stored import StoredMessages, _Rows
 
 __all__ = [
     "ChainView",
@@ -54,14 +55,21 @@ ContextPolicy: TypeAlias = Annotated[
 
 
 class MessageView(Sequence[Message]):
-    """A read-only window ``[start, stop)`` over a transcript, without copying."""
+    """A read-only window ``[start, stop)`` over a transcript, without copying.
 
-    __slots__ = ("_items", "_start", "_stop")
+    ``lazy`` is the transcript when messages of the window may still be
+    undecoded (see ``StoredMessages``): reading them decodes them first.
+    """
 
-    def __init__(self, items: list[Message], start: int, stop: int) -> None:
+    __slots__ = ("_items", "_lazy", "_start", "_stop")
+
+    def __init__(
+        self, items: list[Message], start: int, stop: int, lazy: Transcript | None = None
+    ) -> None:
         self._items = items
         self._start = start
         self._stop = stop
+        self._lazy = lazy
 
     def __len__(self) -> int:
         return self._stop - self._start
@@ -75,15 +83,22 @@ class MessageView(Sequence[Message]):
             lo, hi, step = index.indices(len(self))
             if step != 1:
                 return [self[i] for i in range(lo, hi, step)]
-            return MessageView(self._items, self._start + lo, self._start + max(lo, hi))
+            return MessageView(self._items, self._start + lo, self._start + max(lo, hi), self._lazy)
         n = self._stop - self._start
         if index < 0:
             index += n
         if not 0 <= index < n:
             raise IndexError("message index out of range")
-        return self._items[self._start + index]
+        index += self._start
+        lazy = self._lazy
+        if lazy is not None and index < lazy._lo:
+            lazy._reach(index)
+        return self._items[index]
 
     def __iter__(self) -> Iterator[Message]:
+        lazy = self._lazy
+        if lazy is not None and self._start < lazy._lo:
+            lazy._decode_from(self._start)
         # A C-level iterator: the executor walks every request's messages each step.
         return islice(self._items, self._start, self._stop)
 
@@ -94,6 +109,9 @@ class MessageView(Sequence[Message]):
 
     def as_list(self) -> list[Message]:
         """The messages as a new list (one C-level copy)."""
+        lazy = self._lazy
+        if lazy is not None and self._start < lazy._lo:
+            lazy._decode_from(self._start)
         return self._items[self._start : self._stop]
 
 
@@ -170,29 +188,46 @@ class HeadedView(JoinedView):
     the whole transcript): one small object per step instead of a chain of views.
     """
 
-    __slots__ = ("_head", "_items", "_split")
+    __slots__ = ("_head", "_items", "_lazy", "_split")
 
-    def __init__(self, head: Sequence[Message], items: list[Message], stop: int) -> None:
+    def __init__(
+        self,
+        head: Sequence[Message],
+        items: list[Message],
+        stop: int,
+        lazy: Transcript | None = None,
+    ) -> None:
         self._head = head
         self._items = items
         self._split = len(head)
         self._len = self._split + stop
+        self._lazy = lazy
+
+    def _decoded(self) -> list[Message]:
+        lazy = self._lazy
+        if lazy is not None and lazy._lo:
+            lazy._decode_from(0)
+        return self._items
 
     def _at(self, index: int) -> Message:
         if index < self._split:
             return self._head[index]
-        return self._items[index - self._split]
+        index -= self._split
+        lazy = self._lazy
+        if lazy is not None and index < lazy._lo:
+            lazy._reach(index)
+        return self._items[index]
 
     def __iter__(self) -> Iterator[Message]:
-        return chain(self._head, islice(self._items, self._len - self._split))
+        return chain(self._head, islice(self._decoded(), self._len - self._split))
 
     def as_list(self) -> list[Message]:
         """The messages as a new list (C-level copies)."""
-        return [*self._head, *self._items[: self._len - self._split]]
+        return [*self._head, *self._decoded()[: self._len - self._split]]
 
     def parts(self) -> tuple[Sequence[Message], list[Message], int]:
         """``(head, transcript list, stop)``: the view is ``head + transcript[:stop]``."""
-        return self._head, self._items, self._len - self._split
+        return self._head, self._decoded(), self._len - self._split
 
 
 def as_list(messages: Sequence[Message]) -> list[Message]:
@@ -208,20 +243,61 @@ class Transcript:
     """The append-only message history of a thread, as seen by one run.
 
     ``committed`` counts the messages the thread store already holds; the loop
-    hands the rest to the store at each checkpoint.
+    hands the rest to the store at each checkpoint. Built from a store's
+    :class:`~._stored.StoredMessages`, it decodes stored messages only when
+    something reads them (a window, a view, a search for an id), from the end.
     """
 
-    __slots__ = ("_ids", "_items", "_last_user", "committed")
+    __slots__ = ("_ids", "_ids_lo", "_items", "_last_user", "_lo", "_rows", "committed")
 
     def __init__(self, messages: Sequence[Message] = ()) -> None:
-        self._items: list[Message] = list(messages)
-        self._ids: dict[str, int] | None = None  # built on first index_of()
+        items: list[Message]
+        self._rows: _Rows | None = None
+        self._lo = 0
+        """Messages below this index are not decoded yet (``None`` in ``_items``)."""
+        if isinstance(messages, StoredMessages):
+            # Entries below ``_lo`` are None until decoded; every read checks ``_lo`` first.
+            items, self._lo, self._rows = messages.transcript_items()  # type: ignore[assignment]
+        else:
+            items = list(messages)
+        self._items = items
+        self._ids: dict[str, int] | None = None  # built on first index_of(), from the end
+        self._ids_lo = 0
         self.committed = len(self._items)
         self._last_user = self._find_last_user()
 
+    def decode_from(self, start: int) -> None:
+        """Decode every stored message from ``start`` on now (what a request will send), so
+        a row that does not decode fails here (``StoreCorrupt``), not in whoever reads it."""
+        if start < self._lo:
+            self._decode_from(start)
+
+    def _decode_from(self, start: int) -> None:
+        """Decode the stored messages ``[start, _lo)``."""
+        rows = self._rows
+        lo = self._lo
+        if rows is None or start >= lo:
+            return
+        rows.decode_from(start)
+        self._items[start:lo] = rows.items[start:lo]  # type: ignore[assignment]  # decoded
+        self._lo = start
+        if not start:
+            self._rows = None
+
+    def _reach(self, index: int) -> None:
+        """Decode message ``index`` and at least as many as are decoded already (a backward
+        scan decodes about what it reads, in a few calls)."""
+        rows = self._rows
+        if rows is not None and index < self._lo:
+            rows.reach(index)
+            self._decode_from(min(index, rows.lo))
+
     def _find_last_user(self) -> int:
-        for i in range(len(self._items) - 1, -1, -1):
-            if self._items[i].role == "user":
+        items = self._items
+        for i in range(len(items) - 1, -1, -1):
+            if i < self._lo:
+                self._reach(i)
+            if items[i].role == "user":
                 return i
         return -1
 
@@ -243,21 +319,38 @@ class Transcript:
 
     def view(self, start: int = 0, stop: int | None = None) -> MessageView:
         """A copy-free view of ``[start, stop)``."""
-        return MessageView(self._items, start, len(self._items) if stop is None else stop)
+        return MessageView(
+            self._items,
+            start,
+            len(self._items) if stop is None else stop,
+            self if start < self._lo else None,
+        )
 
     def headed(self, head: Sequence[Message]) -> HeadedView:
         """``head`` followed by the whole transcript as it is now, copy-free."""
-        return HeadedView(head, self._items, len(self._items))
+        return HeadedView(head, self._items, len(self._items), self if self._lo else None)
 
     def uncommitted(self) -> list[Message]:
         """Messages appended since the last checkpoint."""
         return self._items[self.committed :]
 
     def index_of(self, message_id: str) -> int | None:
-        """Position of a message by id (the index is built on first use)."""
-        if self._ids is None:
-            self._ids = {m.id: i for i, m in enumerate(self._items)}
-        return self._ids.get(message_id)
+        """Position of a message by id (the index is built from the end, as far as needed)."""
+        ids = self._ids
+        if ids is None:
+            ids = self._ids = {}
+            self._ids_lo = len(self._items)
+        items = self._items
+        while True:
+            lo = self._lo
+            if self._ids_lo > lo:
+                for i in range(self._ids_lo - 1, lo - 1, -1):
+                    ids.setdefault(items[i].id, i)  # a repeated id: the later message wins
+                self._ids_lo = lo
+            found = ids.get(message_id)
+            if found is not None or not lo:
+                return found
+            self._reach(lo - 1)
 
     def rollback(self) -> None:
         """Drop messages appended since the last checkpoint (a step that did not finish)."""
@@ -284,7 +377,11 @@ class Transcript:
             if cut is not None:
                 start = max(start, min(cut + 1, len(items)))
         # A tool result needs the assistant message that issued the call.
-        while 0 < start < len(items) and items[start].role == "tool":
+        while 0 < start < len(items):
+            if start < self._lo:
+                self._reach(start)
+            if items[start].role != "tool":
+                break
             start -= 1
         return start
 

@@ -11,7 +11,9 @@ and those run concurrently with it. A task group ties them together: the first
 failure cancels the rest, and cancelling the caller cancels them all.
 
 A producer that raises ends the phase there with its ``PluginFailure``; the
-ones after it never start. Results come back in producer order.
+ones after it never start. Results come back in producer order. A stored
+message that does not decode when a producer reads it (``StoreCorrupt``) is
+the store's failure, not the producer's: it goes through as it is.
 """
 
 from __future__ import annotations
@@ -23,9 +25,13 @@ from collections.abc import Callable, Coroutine, Generator
 from typing import Any
 
 from ..lifecycle._failures import PluginFailure
+from ..stores._errors import StoreCorrupt
 from ._signals import End, fail, log
 
 __all__ = ["call_all", "start_all"]
+
+_THROUGH = (End, StoreCorrupt)
+"""What a producer raises that is not its own failure."""
 
 _Coroutine = types.CoroutineType
 
@@ -67,7 +73,7 @@ async def _finish(plugin_id: str, label: str, pending: Any) -> Any:
     """Await a producer's remainder, turning what it raises into its ``PluginFailure``."""
     try:
         return await pending
-    except End:
+    except _THROUGH:
         raise
     except Exception as exc:
         raise _failure(plugin_id, label, exc) from exc
@@ -80,7 +86,7 @@ async def _task(plugin_id: str, label: str, fn: Callable[[], Any]) -> Any:
         if inspect.isawaitable(result):
             result = await result
         return result
-    except End:
+    except _THROUGH:
         raise
     except Exception as exc:
         raise _failure(plugin_id, label, exc) from exc
@@ -110,7 +116,7 @@ def start_all(
             elif inspect.isawaitable(result):
                 pending = result
                 break
-        except End:
+        except _THROUGH:
             raise
         except Exception as exc:
             raise _failure(plugin_id, label, exc) from exc

@@ -89,6 +89,7 @@ class Inference:
         policy = ctx.policy
         if override is None and raw_context is None and isinstance(policy, KeepAll):
             # The common case: the whole transcript after the system prompt.
+            transcript.decode_from(0)
             messages: Sequence[Message] = transcript.headed(ctx.assembler.head)
         else:
             if not isinstance(override, dict):
@@ -100,6 +101,7 @@ class Inference:
             )
             after = override.get("start_after_message_id")
             window = transcript.window(policy, after)
+            transcript.decode_from(window.start)
             messages = ctx.assembler.messages(window, transcript.last_user_index, entries)
             replace = override.get("replace_content")
             if replace and isinstance(replace, dict):

@@ -14,7 +14,8 @@ pass it to ``AgentRuntimeBuilder.with_store``. ``?lease_ttl=SECONDS`` sets how
 long a crashed run keeps its thread locked. The CLI reads ``--store`` or
 ``AWAKEN_STORE``. Third-party backends are checked with the
 ``awaken-store-conformance`` pytest plugin; a database backend can keep the
-threads it decoded with :class:`KeptThreads`, as the SQLite one does.
+threads it decoded with :class:`KeptThreads`, as the SQLite one does, and hand out
+its rows undecoded as :class:`StoredMessages` (each decoded when a run first reads it).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from ..messages._stored import StoredMessages
 from ._errors import (
     ConfigNotFound,
     DuplicateMessageId,
@@ -127,6 +129,7 @@ __all__ = [
     "StoreError",
     "StoreIOError",
     "StoreSchemaError",
+    "StoredMessages",
     "StreamCheckpointStore",
     "StreamEvent",
     "ThreadAdmin",

@@ -18,6 +18,7 @@ from typing import Any
 from .._errors import VersionConflict
 from ..lifecycle._failures import Phase
 from ..messages._message import Message
+from ..messages._stored import StoredMessages
 from ..state._engine import Command, CommittedBatch, Scope, StoreKey, apply_command
 from ..suspension._suspension import ParkedRun, ThreadBusy
 from ._errors import DuplicateMessageId, LeaseLost, RunRecordError, UnmatchedToolResult
@@ -32,7 +33,8 @@ class ThreadData:
     """One thread as kept in memory."""
 
     thread_id: str
-    messages: list[Message] = field(default_factory=list)
+    messages: list[Message] | StoredMessages = field(default_factory=list)
+    """A list, or (the file store's first read of a thread) rows decoded when first read."""
     msg_ids: set[str] = field(default_factory=set)
     call_ids: set[str] = field(default_factory=set)
     batches: list[CommittedBatch] = field(default_factory=list)
@@ -69,6 +71,20 @@ class ThreadData:
             if tool_calls:
                 for call in tool_calls:
                     call_ids.add(call.id)
+
+    def index_rows(self, rows: Sequence[Any]) -> None:
+        """Index the ids and tool calls of messages kept as stored JSON objects, undecoded.
+
+        Raises ``KeyError`` or ``TypeError`` on a row without the shape every stored
+        message has (an object with an ``id``; tool calls objects with an ``id``).
+        """
+        msg_ids, call_ids = self.msg_ids, self.call_ids
+        for row in rows:
+            msg_ids.add(row["id"])
+            tool_calls = row.get("tool_calls")
+            if tool_calls:
+                for call in tool_calls:
+                    call_ids.add(call["id"])
 
 
 def check_messages(
@@ -170,7 +186,7 @@ class Core:
         latest = self.runs.get(thread.latest_run_id) if thread.latest_run_id else None
         return ThreadSnapshot(
             binding.thread_id,
-            list(thread.messages),
+            thread.messages.copy(),
             state,
             thread.version,
             thread.parked,

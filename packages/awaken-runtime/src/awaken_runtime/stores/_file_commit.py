@@ -65,7 +65,8 @@ def commit_lines(
         round_.global_log = round_.global_log or not alone
     line = (
         f'{{"c":"{cid}","v":{expected_version + 1},"at":{at!r},"m":['
-        + ",".join(m.model_dump_json() for m in messages)
+        # Fields at their defaults are left out (as SQLite rows do): a third less to parse.
+        + ",".join(m.model_dump_json(exclude_defaults=True) for m in messages)
         + '],"b":['
         + ",".join(b.model_dump_json() for b in prep.batches)
         + f'],"r":{_json(prep.record)},"p":{_json(parked)}}}\n'

@@ -18,6 +18,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
@@ -26,6 +27,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from .._errors import InvalidId, check_id
 from ..messages._message import Message
+from ..messages._stored import StoredMessages
 from ..state._engine import Command, CommittedBatch, Scope
 from ..suspension._suspension import ParkedRun
 from ._core import Core, Prepared, ThreadData
@@ -33,11 +35,19 @@ from ._errors import StoreCorrupt, StoreIOError
 from ._gc import no_gc
 from ._jsonl import append_line, atomic_write, exclusive, fsync_dir, read_lines, truncate_to
 from ._ports import ConfigVersion
+from ._rows import decode_rows
 from ._thread_store import RunRecord, ScopeBinding
 
 __all__ = ["FileMirror", "Tail"]
 
 _MESSAGES = TypeAdapter(list[Message])
+
+
+def _decode(path: str, what: str, rows: list[Any], first: int) -> list[Message]:
+    # Runs on the thread that first reads the messages (a run's, on the event loop).
+    with no_gc():
+        return decode_rows(path, what, _MESSAGES, Message, rows, first + 1, parsed=True)
+
 
 _NAME_MAX = 255
 """Bytes in one file name on every common file system (ext4, APFS, NTFS)."""
@@ -156,10 +166,18 @@ class FileMirror:
         # walk every parsed line once before the replay began.
         with no_gc():
             records, end, _lines = read_lines(path, tail.pos, tail.lines)
+            # A thread read from the start keeps its messages undecoded until a run reads
+            # them (``StoredMessages``); lines read later (other processes' commits) are few
+            # and decoded as they come.
+            rows: list[Any] | None = [] if tid not in self.core.threads else None
             try:
                 for _offset, record in records:
-                    self._replay(tid, record, path, tail.lines + 1)
+                    self._replay(tid, record, path, tail.lines + 1, rows)
                     tail.lines += 1
+                if rows:
+                    self.core.threads[tid].messages = StoredMessages.lazy(
+                        rows, partial(_decode, str(path), f"thread {tid!r} message")
+                    )
             except StoreCorrupt:
                 # Forget what was replayed: the next access reads the file from its start and
                 # fails the same way, so no commit is ever appended on top of a bad line.
@@ -183,31 +201,46 @@ class FileMirror:
         for run_id in thread.run_ids if thread else ():
             self.core.runs.pop(run_id, None)
 
-    def _replay(self, tid: str, rec: dict[str, Any], path: Path, line: int) -> None:
+    def _replay(
+        self, tid: str, rec: dict[str, Any], path: Path, line: int, rows: list[Any] | None
+    ) -> None:
+        """Apply one commit line. Its messages are decoded, or (``rows`` given: the thread is
+        read from its start) their JSON objects are indexed and added to ``rows`` undecoded."""
         try:
-            messages = _MESSAGES.validate_python(rec["m"])  # one call per line, not per message
+            raw = rec["m"]
+            if rows is None:
+                messages = _MESSAGES.validate_python(raw)  # one call per line, not per message
+            elif isinstance(raw, list):
+                messages = []
+            else:
+                raise TypeError(f"messages are not a list but {type(raw).__name__}")
             batches = [CommittedBatch.model_validate(b) for b in rec["b"]]
             parked = ParkedRun.model_validate(rec["p"]) if rec["p"] else None
             binding = ScopeBinding(tid, "", "")
+            core = self.core
             if rec.get("snap"):
                 self.forget(tid)
-                core = self.core
-                core.apply_commit(
-                    binding, messages, Prepared(batches, None), parked, rec["at"], scoped=False
-                )
-                thread = core.threads[tid]
-                for raw in rec["runs"]:
-                    run = RunRecord.model_validate(raw)
+                if rows is not None:
+                    rows.clear()
+                record = None
+            else:
+                record = RunRecord.model_validate(rec["r"]) if rec["r"] else None
+            version = core.apply_commit(
+                binding, messages, Prepared(batches, record), parked, rec["at"], scoped=False
+            )
+            thread = core.threads[tid]
+            if rows is not None:
+                thread.index_rows(raw)
+                rows += raw
+            if rec.get("snap"):
+                for run_data in rec["runs"]:
+                    run = RunRecord.model_validate(run_data)
                     core.runs[run.run_id] = run
                     thread.run_ids.append(run.run_id)
                 thread.latest_run_id = rec["latest"]
                 thread.version = rec["v"]
                 self.commits[tid] = set(rec["cs"])
                 return
-            record = RunRecord.model_validate(rec["r"]) if rec["r"] else None
-            version = self.core.apply_commit(
-                binding, messages, Prepared(batches, record), parked, rec["at"], scoped=False
-            )
             self.commits.setdefault(tid, set()).add(rec["c"])
         except (KeyError, TypeError, ValidationError) as exc:
             raise StoreCorrupt(str(path), f"line {line} is not a valid commit ({exc})") from None
@@ -314,7 +347,7 @@ class FileMirror:
             "snap": 1,
             "v": thread.version,
             "at": thread.updated_at,
-            "m": [m.model_dump(mode="json") for m in thread.messages],
+            "m": [m.model_dump(mode="json", exclude_defaults=True) for m in thread.messages],
             "b": [b.model_dump(mode="json") for b in thread.batches],
             "runs": [self.core.runs[r].model_dump(mode="json") for r in thread.run_ids],
             "latest": thread.latest_run_id,

@@ -1,8 +1,9 @@
 """What a database store keeps of the threads it decoded, so a later load decodes only what is new.
 
 A store that reads messages from a database (SQLite here, PostgreSQL in
-awaken-store-postgres) keeps each recently loaded thread's decoded messages
-with what identifies the rows they came from: the thread's edit count (which
+awaken-store-postgres) keeps each recently loaded thread's messages (decoded,
+or rows decoded when first read: ``StoredMessages``) with what identifies the
+rows they came from: the thread's edit count (which
 the store's triggers bump on any update, delete or replace of a message row)
 and the seqs of the first and last kept rows. The store checks those against
 the database inside the load's snapshot and then fetches only the rows after
@@ -17,39 +18,53 @@ from dataclasses import dataclass
 
 from ..messages._call_ids import call_ids_of
 from ..messages._message import Message
+from ..messages._stored import StoredMessages
 
 __all__ = ["KeptThread", "KeptThreads"]
 
 
 @dataclass(frozen=True, slots=True)
 class KeptThread:
-    """One thread's decoded messages and what they were read from."""
+    """One thread's messages (decoded, or rows decoded when first read) and their source."""
 
-    messages: list[Message]
-    """Never changed once kept (a load hands out a copy; a later one keeps a longer list)."""
+    messages: StoredMessages
+    """Never grown once kept (a load hands out a copy; a later one keeps a longer one)."""
     edits: int
     """The thread's edit count when the messages were read."""
     first: int
     last: int
     """The seqs of the first and last kept rows."""
+    first_id: str
+    last_id: str
+    """The ids of the first and last kept messages (checked without decoding them)."""
     call_ids: frozenset[str]
     """Every tool-call id of the messages (a run needs them; keeping them makes them O(new))."""
 
     @classmethod
-    def read(cls, messages: list[Message], edits: int, first: int, last: int) -> KeptThread:
-        """A thread decoded whole."""
-        return cls(messages, edits, first, last, frozenset(call_ids_of(messages)))
+    def read(cls, messages: Sequence[Message], edits: int, first: int, last: int) -> KeptThread:
+        """A thread decoded whole (at least one message)."""
+        return cls(
+            StoredMessages(messages),
+            edits,
+            first,
+            last,
+            messages[0].id,
+            messages[-1].id,
+            frozenset(call_ids_of(messages)),
+        )
 
     def extended(self, new: Sequence[Message], edits: int, last: int) -> KeptThread:
-        """This thread with the rows after ``self.last`` appended (up to seq ``last``).
+        """This thread with the decoded rows after ``self.last`` appended (up to seq ``last``).
 
-        A new list (a copy of references, no decoding): two loads of one thread that
+        A new copy (of references, sharing what is decoded): two loads of one thread that
         overlap (the PostgreSQL store fetches, then decodes) each extend what they saw.
         """
-        messages = [*self.messages, *new]
+        messages = self.messages.copy()
+        messages.extend(new)
         added = call_ids_of(new)
         call_ids = self.call_ids | added if added else self.call_ids
-        return KeptThread(messages, edits, self.first, last, call_ids)
+        last_id = new[-1].id if new else self.last_id
+        return KeptThread(messages, edits, self.first, last, self.first_id, last_id, call_ids)
 
 
 class KeptThreads:

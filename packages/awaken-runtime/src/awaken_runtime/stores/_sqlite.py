@@ -30,10 +30,10 @@ from ._core import merge_run, persistent
 from ._errors import LeaseLost, StoreIOError
 from ._memory import config_dict, find_config
 from ._ports import ConfigVersion, Lease, Page, PruneReport, StreamEvent, ThreadInfo, cutoff
+from ._rows import decode_one, decode_rows
 from ._sqlite_io import SQLiteIO
 from ._sqlite_load import MESSAGES, MessageCache, load_thread
 from ._sqlite_ops import apply_command_sql, delete_thread_sql, insert_commit, load_scope
-from ._sqlite_rows import decode_one, decode_rows
 from ._sqlite_schema import connect
 from ._thread_store import RunRecord, ScopeBinding, ThreadSnapshot
 

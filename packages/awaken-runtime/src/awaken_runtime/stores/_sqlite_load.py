@@ -1,52 +1,61 @@
-"""Loading a thread's messages from SQLite at a cost proportional to what is new.
+"""Loading a thread's messages from SQLite at a cost proportional to what a run reads.
 
-The first load of a thread decodes every row with one validation call. The
-decoded messages are kept (for a bounded number of threads) and a later load
-reads and decodes only the rows appended since, after checking that nothing
-else happened to the kept ones: the thread's edit count (bumped by triggers
-on any update, delete or replace of a message row, see ``_sqlite_schema.py``)
-is unchanged, and the first and last kept rows still hold the kept messages'
-ids (a database restored from a copy or re-created elsewhere). Otherwise the
-whole thread is decoded again, so a damaged row is still ``StoreCorrupt``.
+The first load of a thread reads its rows and leaves them undecoded
+(``StoredMessages``): a row becomes a validated message when something first
+reads it, so a run that sends only a recent window (a context policy, a
+compaction summary) decodes only that. The tool-call ids come from the
+``tool_calls`` table. The messages are kept (for a bounded number of threads)
+and a later load reads and decodes only the rows appended since, after
+checking that nothing else happened to the kept ones: the thread's edit count
+(bumped by triggers on any update, delete or replace of a message row, see
+``_sqlite_schema.py``) is unchanged, and the first and last kept rows still
+hold the kept messages' ids (a database restored from a copy or re-created
+elsewhere). Otherwise the whole thread is read again. A damaged row is
+``StoreCorrupt`` naming the thread and row, raised where it is first read.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
+from functools import partial
+from operator import itemgetter
 from typing import Any
 
 from pydantic import TypeAdapter
 
 from ..messages._message import Message
+from ..messages._stored import StoredMessages
 from ..state._engine import Scope, StoreKey
 from ..suspension._suspension import ParkedRun
 from ._errors import StoreCorrupt
 from ._gc import no_gc
 from ._kept import KeptThread, KeptThreads
+from ._rows import decode_one, decode_rows
 from ._sqlite_ops import load_scope
-from ._sqlite_rows import decode_one, decode_rows
 from ._thread_store import RunRecord, ScopeBinding, ThreadSnapshot
 
 __all__ = ["MESSAGES", "MessageCache", "load_thread"]
 
 MESSAGES = TypeAdapter(list[Message])
+_FIRST = itemgetter(0)
 
 
 class MessageCache(KeptThreads):
-    """Decoded messages of recently loaded threads, checked against the database."""
+    """Messages of recently loaded threads, checked against the database."""
 
     def load(
         self, cur: sqlite3.Cursor, path: str, tid: str
-    ) -> tuple[list[Message], frozenset[str]]:
+    ) -> tuple[StoredMessages, frozenset[str]]:
         """Every message of ``tid`` in order and their tool-call ids (inside the load's
         transaction)."""
         with no_gc():
-            return self._load(cur, path, tid)
+            kept = self._load(cur, path, tid)
+        if kept is None:
+            return StoredMessages(), frozenset()
+        return kept.messages.copy(), kept.call_ids
 
-    def _load(
-        self, cur: sqlite3.Cursor, path: str, tid: str
-    ) -> tuple[list[Message], frozenset[str]]:
+    def _load(self, cur: sqlite3.Cursor, path: str, tid: str) -> KeptThread | None:
         row = cur.execute("SELECT n FROM message_edits WHERE thread_id=?", (tid,)).fetchone()
         edits = row[0] if row is not None else 0
         kept = self.forget(tid)
@@ -63,26 +72,38 @@ class MessageCache(KeptThreads):
             rows = cur.execute(
                 "SELECT body FROM messages WHERE thread_id=? ORDER BY seq", (tid,)
             ).fetchall()
-            messages = decode_rows(path, what, MESSAGES, Message, [b for (b,) in rows])
-            if not messages:
-                return [], frozenset()
-            first, last = cur.execute(
-                "SELECT min(seq), max(seq) FROM messages WHERE thread_id=?", (tid,)
-            ).fetchone()
-            kept = KeptThread.read(messages, edits, first, last)
+            if not rows:
+                return None
+            ends = cur.execute(
+                "SELECT seq, msg_id FROM (SELECT seq, msg_id FROM messages WHERE thread_id=?1 "
+                "ORDER BY seq LIMIT 1) UNION ALL SELECT seq, msg_id FROM (SELECT seq, msg_id "
+                "FROM messages WHERE thread_id=?1 ORDER BY seq DESC LIMIT 1)",
+                (tid,),
+            ).fetchall()
+            (first, first_id), (last, last_id) = ends
+            calls = cur.execute("SELECT call_id FROM tool_calls WHERE thread_id=?", (tid,))
+            messages = StoredMessages.lazy(list(map(_FIRST, rows)), partial(_decode, path, what))
+            call_ids = frozenset(map(_FIRST, calls))
+            kept = KeptThread(messages, edits, first, last, first_id, last_id, call_ids)
         self.keep(tid, kept)
-        return list(kept.messages), kept.call_ids
+        return kept
 
     @staticmethod
     def _unchanged(cur: sqlite3.Cursor, tid: str, kept: KeptThread, edits: int) -> bool:
         if edits != kept.edits:
             return False
         sql = "SELECT msg_id FROM messages WHERE thread_id=? AND seq=?"
-        for seq, message in ((kept.first, kept.messages[0]), (kept.last, kept.messages[-1])):
+        for seq, message_id in ((kept.first, kept.first_id), (kept.last, kept.last_id)):
             row = cur.execute(sql, (tid, seq)).fetchone()
-            if row is None or row[0] != message.id:
+            if row is None or row[0] != message_id:
                 return False
         return True
+
+
+def _decode(path: str, what: str, bodies: list[Any], first: int) -> list[Message]:
+    # Runs on the thread that first reads the messages (a run's, on the event loop).
+    with no_gc():
+        return decode_rows(path, what, MESSAGES, Message, bodies, first=first + 1)
 
 
 def load_thread(

@@ -74,7 +74,10 @@ class ThreadSnapshot:
     """A committed thread as loaded: messages, persistent state, version."""
 
     thread_id: str
-    messages: list[Message]
+    messages: Sequence[Message]
+    """In order. The SQLite and file stores give a ``StoredMessages``: rows decoded when
+    first read (a damaged one raises ``StoreCorrupt`` there); it equals a list of the same
+    messages."""
     state: dict[StoreKey, Any]
     version: int
     parked: ParkedRun | None = None

@@ -1,4 +1,5 @@
-"""Decoding the SQLite backend's JSON rows: a bad row is ``StoreCorrupt``, never a raw error.
+"""Decoding stored rows (JSON text, or JSON values already parsed): a bad row is
+``StoreCorrupt``, never a raw error.
 
 Rows are trusted on the fast path (one validation call for a whole list);
 only when that fails is each row decoded on its own, to name the bad one.
@@ -41,14 +42,19 @@ def decode_rows(
     model: type[M],
     bodies: Sequence[Any],
     first: int = 1,
+    *,
+    parsed: bool = False,
 ) -> list[M]:
     """Every body as ``model`` (``what`` names the rows, e.g. "thread 't1' message").
 
-    ``first`` is the number of the first row, for the error message.
+    Bodies are JSON text, or (``parsed``) JSON values already parsed. ``first`` is the
+    number of the first row, for the error message.
     """
     if not bodies:
         return []
     try:
+        if parsed:
+            return adapter.validate_python(bodies)
         items = adapter.validate_json("[" + ",".join(bodies) + "]")
     except _DECODE_ERRORS:
         pass
@@ -56,5 +62,13 @@ def decode_rows(
         if len(items) == len(bodies):  # a row holding two objects would add one
             return items
     for i, body in enumerate(bodies, first):
-        decode_one(path, f"{what} row {i}", model, body)
+        if not parsed:
+            decode_one(path, f"{what} row {i}", model, body)
+            continue
+        try:
+            model.model_validate(body)
+        except _DECODE_ERRORS as exc:
+            raise StoreCorrupt(
+                path, f"{what} {i} is not a valid {model.__name__} ({_why(exc)})"
+            ) from None
     raise StoreCorrupt(path, f"the {what} rows do not decode together")  # pragma: no cover
