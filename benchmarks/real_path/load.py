@@ -109,9 +109,7 @@ def main() -> None:
         med = statistics.median(us)
         rows.append([kind, case, SIZE, med * SIZE / 1e3, med])
         if case != "first load + read all":
-            checks.append(
-                (f"{kind} {case}: {med:.2f} us/message <= {TARGET_US}", med <= TARGET_US)
-            )
+            checks.append((f"{kind} {case}: {med:.2f} us/message <= {TARGET_US}", med <= TARGET_US))
     emit(
         args,
         title=f"thread load at {SIZE:,} messages (CPU, median of rounds)",
