@@ -6,18 +6,52 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from awaken_runtime import MessageView
+from awaken_runtime import Command, ContextMessage, MessageView, Remove, Set
 
 from ._bound import BOUND_NAME, BoundTokens
 from ._config import CompactConfig
 from ._counter import TokenCounter
 from ._encodings import counting_encoding, encoding_for_model
+from ._estimate import EstimatedEncoding
 from ._index import ThreadIndexes, ThreadTokens, TokenSums
 from ._persist import fits, restore
 from ._state import TokenCheckpoint
 
+if TYPE_CHECKING:
+    from tiktoken import Encoding
+
 __all__ = ["Caches"]
+
+_STAGED = (ContextMessage, Command, Set, Remove)
+"""The runtime's models the hook builds values of (the runtime defers building their
+validators to their first use)."""
+
+_PRIMER = (
+    "Hello, World! It's 2025-01-02: x_y = f(42) + 3.14; naïve données über 数据 日本語 "
+    "[]{}()\n\n  \tok?"
+)
+"""Text that takes the tokenizer's main paths (letters, digits, punctuation, spaces,
+newlines, non-ASCII) once."""
+
+
+def _ready_encoding(name: str, config: CompactConfig) -> Encoding | EstimatedEncoding:
+    """Load encoding ``name`` and pay the hook's other once-per-process costs with it.
+
+    Runs on a worker thread. Without it the first step of a new process pays them on
+    the event loop: the validators of the runtime models it stages (about a millisecond
+    to build) and the tokenizer's first encode (its regex caches fill lazily; part of
+    that fill is per thread, so the loop thread still pays a little).
+    """
+    encoding = counting_encoding(
+        name, cache_dir=config.tiktoken_cache_dir, allow_download=config.allow_download
+    )
+    encoding.encode_ordinary(_PRIMER)
+    for model in _STAGED:
+        if not model.__pydantic_complete__:
+            model.model_rebuild()
+    return encoding
 
 
 @dataclass
@@ -45,17 +79,14 @@ class Caches:
 
         The first use of an encoding loads it (tiktoken is imported then) on a
         worker thread, so the event loop is not blocked while its file is
-        parsed. Without the encoding the counter estimates (warned once).
+        parsed; the hook's other first-use costs are paid there too
+        (:func:`_ready_encoding`). Without the encoding the counter estimates
+        (warned once).
         """
         name = config.encoding or encoding_for_model(model)
         found = self.counters.get(name)
         if found is None:
-            encoding = await asyncio.to_thread(
-                counting_encoding,
-                name,
-                cache_dir=config.tiktoken_cache_dir,
-                allow_download=config.allow_download,
-            )
+            encoding = await asyncio.to_thread(_ready_encoding, name, config)
             found = self.counters.setdefault(name, TokenCounter(encoding))
         self.by_model[(config.encoding, model)] = name
         return found

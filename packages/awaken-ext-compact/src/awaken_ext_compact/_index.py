@@ -22,7 +22,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from itertools import accumulate
 
-from awaken_runtime import Message
+from awaken_runtime import Message, MessageView
 
 from ._counter import TokenCounter
 
@@ -50,6 +50,7 @@ class TokenSums:
     """
 
     __slots__ = (
+        "_absent",
         "_count",
         "_cuts",
         "_edge",
@@ -95,6 +96,7 @@ class TokenSums:
         self._cuts: dict[int, tuple[int, int, str | None]] = {}  # pos -> (kept, full, text)
         self.last_cut = 0
         self.checked: object = None
+        self._absent: set[str] = set()  # ids looked up before lo and not found there
 
     def __len__(self) -> int:
         return self.lo + len(self.ids)
@@ -133,7 +135,7 @@ class TokenSums:
             return 0
         # Whole-batch passes (C-level iteration, no per-message bookkeeping in
         # Python): a new index ingests a long thread at once.
-        batch = list(messages[first:stop])  # one pass over a view, then plain list passes
+        batch = _span(messages, first, stop)  # one C-level copy, then plain list passes
         costs = list(map(self._count, batch))
         ids = [m.id for m in batch]
         roles = [m.role for m in batch]
@@ -221,8 +223,15 @@ class TokenSums:
         if hint is not None and 0 <= hint < len(messages) and messages[hint].id == message_id:
             return hint
         found = self.pos.get(message_id)
-        if found is None and self.lo:  # before what was counted: look it up once
-            found = next((i for i in range(self.lo) if messages[i].id == message_id), None)
+        if found is None and self.lo and message_id not in self._absent:
+            # Before what was counted (a summary whose position hint is stale): looked up
+            # once and the answer kept, so later steps do not walk the thread again. It
+            # holds while the history before lo does (else sync clears it).
+            found = _find_before(messages, self.lo, message_id)
+            if found is None:
+                self._absent.add(message_id)
+            else:
+                self.pos[message_id] = found
         return found
 
     def cuts(self, start: int, stop: int) -> list[tuple[int, int, int]]:
@@ -292,6 +301,42 @@ class ThreadTokens(TokenSums):
 
 def _cut_text(head: str, limit: int, full: int) -> str:
     return f"{head}\n[compact: tool result cut to {limit} of {full} tokens]"
+
+
+def _span(messages: Sequence[Message], first: int, stop: int) -> list[Message]:
+    """Messages ``[first, stop)`` as a list, in O(stop - first).
+
+    ``list()`` of a ``MessageView`` slice iterates an ``islice`` of the
+    transcript, which steps over every message before ``first`` one by one:
+    a new process ingesting the last few messages of a 10,000-message thread
+    would walk all of it. The view's own copy is a C-level list slice.
+    """
+    part = messages[first:stop]
+    if isinstance(part, list):
+        return part
+    if isinstance(part, MessageView):
+        return part.as_list()
+    return list(part)
+
+
+_CHUNK = 256
+
+
+def _find_before(messages: Sequence[Message], stop: int, message_id: str) -> int | None:
+    """Position of ``message_id`` in ``messages[:stop]``, or ``None``.
+
+    Searched from ``stop`` backwards, a chunk (one C-level copy) at a time: the
+    boundary a summary names is usually just before what the index counted.
+    """
+    hi = stop
+    while hi > 0:
+        lo = max(0, hi - _CHUNK)
+        chunk = _span(messages, lo, hi)
+        for j in range(len(chunk) - 1, -1, -1):
+            if chunk[j].id == message_id:
+                return lo + j
+        hi = lo
+    return None
 
 
 def _last_user(messages: Sequence[Message], stop: int) -> int:
