@@ -96,11 +96,16 @@ class MessageView(Sequence[Message]):
         return self._items[index]
 
     def __iter__(self) -> Iterator[Message]:
+        start, stop = self._start, self._stop
         lazy = self._lazy
-        if lazy is not None and self._start < lazy._lo:
-            lazy._decode_from(self._start)
-        # A C-level iterator: the executor walks every request's messages each step.
-        return islice(self._items, self._start, self._stop)
+        if lazy is not None and start < lazy._lo:
+            lazy._decode_from(start)
+        # C-level either way (the executor walks every request's messages each step).
+        # ``islice`` steps over the first ``start`` messages one by one: a window late in
+        # a long transcript (a compacted one) is copied instead, in O(its length).
+        if start > stop - start:
+            return iter(self._items[start:stop])
+        return islice(self._items, start, stop)
 
     @property
     def start(self) -> int:
