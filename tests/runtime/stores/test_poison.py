@@ -86,7 +86,7 @@ async def test_a_run_that_sends_a_damaged_message_ends_naming_it(tmp_path: Path,
         record["m"][0]["role"] = "wizard"  # a well-formed commit line, a damaged message
         lines[1] = json.dumps(record).encode()
         path.write_bytes(b"\n".join(lines))
-        where = "message 2"
+        where = "message row 2"
     # The whole thread goes to the model: the run ends with the store's error, not a
     # provider's or a plugin's, and the store is usable for the next run.
     store = _store(kind, tmp_path)

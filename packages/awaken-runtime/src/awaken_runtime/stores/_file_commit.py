@@ -19,6 +19,7 @@ from ..messages._message import Message
 from ..state._engine import CommittedBatch, Scope
 from ..suspension._suspension import ParkedRun
 from ._file_io import FsyncRound
+from ._file_lines import frame
 from ._file_mirror import FileMirror
 from ._thread_store import RunRecord, ScopeBinding
 
@@ -63,14 +64,12 @@ def commit_lines(
         entry = {"c": cid, "t": tid, "ops": ops, "run": run_id if new_run else None}
         undo = files.append(files.global_path, json.dumps(entry) + "\n", sync=alone)
         round_.global_log = round_.global_log or not alone
-    line = (
-        f'{{"c":"{cid}","v":{expected_version + 1},"at":{at!r},"m":['
-        # Fields at their defaults are left out (as SQLite rows do): a third less to parse.
-        + ",".join(m.model_dump_json(exclude_defaults=True) for m in messages)
-        + '],"b":['
+    head = (
+        f'{{"c":"{cid}","v":{expected_version + 1},"at":{at!r},"b":['
         + ",".join(b.model_dump_json() for b in prep.batches)
-        + f'],"r":{_json(prep.record)},"p":{_json(parked)}}}\n'
+        + f'],"r":{_json(prep.record)},"p":{_json(parked)}}}'
     )
+    line = frame(head, messages) + b"\n"
     try:
         old = files.append(files.thread_path(tid), line, sync=alone)
     except BaseException:

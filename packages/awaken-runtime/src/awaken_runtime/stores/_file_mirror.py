@@ -32,6 +32,7 @@ from ..state._engine import Command, CommittedBatch, Scope
 from ..suspension._suspension import ParkedRun
 from ._core import Core, Prepared, ThreadData
 from ._errors import StoreCorrupt, StoreIOError
+from ._file_lines import frame, parse_line
 from ._gc import no_gc
 from ._jsonl import append_line, atomic_write, exclusive, fsync_dir, read_lines, truncate_to
 from ._ports import ConfigVersion
@@ -44,9 +45,21 @@ _MESSAGES = TypeAdapter(list[Message])
 
 
 def _decode(path: str, what: str, rows: list[Any], first: int) -> list[Message]:
+    """Messages from their JSON texts (framed lines) or parsed objects (older lines)."""
     # Runs on the thread that first reads the messages (a run's, on the event loop).
+    out: list[Message] = []
     with no_gc():
-        return decode_rows(path, what, _MESSAGES, Message, rows, first + 1, parsed=True)
+        i, n = 0, len(rows)
+        while i < n:  # a run of rows of one kind at a time
+            parsed = not isinstance(rows[i], bytes)
+            j = i + 1
+            while j < n and (not isinstance(rows[j], bytes)) is parsed:
+                j += 1
+            out += decode_rows(
+                path, what, _MESSAGES, Message, rows[i:j], first + i + 1, parsed=parsed
+            )
+            i = j
+    return out
 
 
 _NAME_MAX = 255
@@ -165,7 +178,7 @@ class FileMirror:
         # lines dropped inside it: a pause each made the collector, resumed in between,
         # walk every parsed line once before the replay began.
         with no_gc():
-            records, end, _lines = read_lines(path, tail.pos, tail.lines)
+            records, end, _lines = read_lines(path, tail.pos, tail.lines, parse_line)
             # A thread read from the start keeps its messages undecoded until a run reads
             # them (``StoredMessages``); lines read later (other processes' commits) are few
             # and decoded as they come.
@@ -207,13 +220,18 @@ class FileMirror:
         """Apply one commit line. Its messages are decoded, or (``rows`` given: the thread is
         read from its start) their JSON objects are indexed and added to ``rows`` undecoded."""
         try:
-            raw = rec["m"]
-            if rows is None:
-                messages = _MESSAGES.validate_python(raw)  # one call per line, not per message
-            elif isinstance(raw, list):
+            texts = rec.get("mj")  # a framed line's message texts (see _file_lines.py)
+            raw = rec["m"] if texts is None else texts
+            if rows is not None:
+                if not isinstance(raw, list):
+                    raise TypeError(f"messages are not a list but {type(raw).__name__}")
                 messages = []
+            elif texts is None:
+                messages = _MESSAGES.validate_python(raw)  # one call per line, not per message
             else:
-                raise TypeError(f"messages are not a list but {type(raw).__name__}")
+                messages = _MESSAGES.validate_json(b"[" + b",".join(texts) + b"]")
+                if len(messages) != len(texts):
+                    raise TypeError("a message text holds more than one message")
             batches = [CommittedBatch.model_validate(b) for b in rec["b"]]
             parked = ParkedRun.model_validate(rec["p"]) if rec["p"] else None
             binding = ScopeBinding(tid, "", "")
@@ -230,7 +248,11 @@ class FileMirror:
             )
             thread = core.threads[tid]
             if rows is not None:
-                thread.index_rows(raw)
+                if texts is None:
+                    thread.index_rows(raw)
+                else:
+                    thread.msg_ids.update(rec["ids"])
+                    thread.call_ids.update(rec["calls"])
                 rows += raw
             if rec.get("snap"):
                 for run_data in rec["runs"]:
@@ -291,14 +313,14 @@ class FileMirror:
 
     # -- writing ----------------------------------------------------------------------
 
-    def append(self, path: Path, line: str, *, sync: bool = True) -> int:
+    def append(self, path: Path, line: str | bytes, *, sync: bool = True) -> int:
         """Append a line this process wrote and advance its tail; returns the old size.
 
         ``sync=False``: the caller fsyncs the file later (see ``_file_io.py``).
         """
         tail = self._tails.get(path)
         old = tail.pos if tail is not None else 0
-        size = append_line(path, line.encode(), sync=sync)
+        size = append_line(path, line.encode() if isinstance(line, str) else line, sync=sync)
         if tail is None:
             tail = self._tails[path] = Tail(ino=path.stat().st_ino)
         tail.pos, tail.lines = size, tail.lines + 1
@@ -347,7 +369,6 @@ class FileMirror:
             "snap": 1,
             "v": thread.version,
             "at": thread.updated_at,
-            "m": [m.model_dump(mode="json", exclude_defaults=True) for m in thread.messages],
             "b": [b.model_dump(mode="json") for b in thread.batches],
             "runs": [self.core.runs[r].model_dump(mode="json") for r in thread.run_ids],
             "latest": thread.latest_run_id,
@@ -355,7 +376,7 @@ class FileMirror:
             "cs": sorted(self.commits.get(tid, ())),
         }
         path = self.thread_path(tid)
-        data = (json.dumps(snap, ensure_ascii=False) + "\n").encode()
+        data = frame(json.dumps(snap, ensure_ascii=False), list(thread.messages)) + b"\n"
         atomic_write(path, data)
         self._tails[path] = Tail(ino=path.stat().st_ino, pos=len(data), lines=1)
 

@@ -7,7 +7,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -52,9 +52,9 @@ def exclusive(path: Path) -> Iterator[None]:
 
 
 def read_lines(
-    path: Path, start: int, first_line: int
+    path: Path, start: int, first_line: int, parse: Callable[[bytes], Any] = json.loads
 ) -> tuple[list[tuple[int, dict[str, Any]]], int, int]:
-    """Parse the complete lines of ``path`` from byte ``start``.
+    """Parse the complete lines of ``path`` from byte ``start`` (each with ``parse``).
 
     Returns ``([(line offset, record), ...], end offset, line count)``. A last line without its
     newline is what a crash mid-append leaves: it is cut off the file (the
@@ -85,7 +85,7 @@ def read_lines(
             break
         line += 1
         try:
-            value = json.loads(data[pos:end])
+            value = parse(data[pos:end])
         except ValueError as exc:
             raise StoreCorrupt(str(path), f"line {line} is not valid JSON ({exc})") from None
         if not isinstance(value, dict):

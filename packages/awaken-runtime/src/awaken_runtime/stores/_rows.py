@@ -47,7 +47,8 @@ def decode_rows(
 ) -> list[M]:
     """Every body as ``model`` (``what`` names the rows, e.g. "thread 't1' message").
 
-    Bodies are JSON text, or (``parsed``) JSON values already parsed. ``first`` is the
+    Bodies are JSON text (all ``str`` or all ``bytes``), or (``parsed``) JSON values
+    already parsed. ``first`` is the
     number of the first row, for the error message.
     """
     if not bodies:
@@ -55,7 +56,10 @@ def decode_rows(
     try:
         if parsed:
             return adapter.validate_python(bodies)
-        items = adapter.validate_json("[" + ",".join(bodies) + "]")
+        if isinstance(bodies[0], bytes):
+            items = adapter.validate_json(b"[" + b",".join(bodies) + b"]")
+        else:
+            items = adapter.validate_json("[" + ",".join(bodies) + "]")
     except _DECODE_ERRORS:
         pass
     else:
@@ -69,6 +73,6 @@ def decode_rows(
             model.model_validate(body)
         except _DECODE_ERRORS as exc:
             raise StoreCorrupt(
-                path, f"{what} {i} is not a valid {model.__name__} ({_why(exc)})"
+                path, f"{what} row {i} is not a valid {model.__name__} ({_why(exc)})"
             ) from None
     raise StoreCorrupt(path, f"the {what} rows do not decode together")  # pragma: no cover
