@@ -19,8 +19,7 @@ from typing import Any, TypeAlias
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .._errors import AgentConfigError, CapabilityBoundError, ResolutionError
-from ..delegation._delegation import AGENT_RUN
-from ..delegation._tool import DelegationTool
+from ..delegation._service import AGENT_RUN
 from ..models._model import LlmExecutor, ModelSpec
 from ..plugins._actions import ActionHandler, EffectHandler
 from ..plugins._plugin import (
@@ -329,6 +328,8 @@ def resolve_agent(
         dumped = validated.model_dump(mode="json") if isinstance(validated, BaseModel) else {}
         plugins.append(ResolvedPlugin(manifest=manifest, config=dumped))
     if config.delegates:
+        from ..delegation._tool import DelegationTool  # agents without delegates never load it
+
         delegation = DelegationTool(list(config.delegates), delegation_tool_id)
         if delegation_tool_id in tools:
             raise AgentConfigError(

@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .._errors import CapabilityBoundError
-from ..lifecycle._events import RunFinish
 from ..lifecycle._failures import CapabilityBoundFailure, EndCause, Error, NaturalEnd, Phase
 from ..lifecycle._run_state import RunState
 from ..stores._thread_store import RunRecord
@@ -82,6 +81,8 @@ def leg_result(
         ctx.observation = None  # a leg ends once
         observation.end(state)
     if ctx.emit is not None:
+        from ..lifecycle._events import RunFinish  # runs nobody listens to never load events
+
         ctx.emit(
             RunFinish(
                 seq=ctx.next_seq(),

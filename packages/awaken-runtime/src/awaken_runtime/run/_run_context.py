@@ -29,13 +29,14 @@ from ._request import RequestAssembler
 
 if TYPE_CHECKING:
     from ..agents._resolve import ResolvedAgent
-    from ..delegation._delegation import ChildRunner, DelegationTree
+    from ..delegation._delegation import DelegationTree
+    from ..delegation._service import ChildRunner
     from ..lifecycle._events import AgentEvent
     from ..lifecycle._observer import RunObservation, RunObserver
     from ..messages._message import Message, ToolCall
     from ..models._model import InferenceRequest, InferenceResponse
     from ..plugins._actions import ScheduledAction
-    from ..plugins._gates import AwaitReason
+    from ..plugins._await import AwaitReason
     from ..state._effects import Effect
     from ..state._engine import Command
     from ..stores._lease import LeaseGuard
