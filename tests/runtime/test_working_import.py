@@ -112,6 +112,14 @@ def test_resolution_builds_no_validator_for_the_snapshot() -> None:
     assert "awaken_runtime.agents._config.AgentConfig" in built  # the check sees builds
 
 
+def test_a_run_builds_no_validator_for_its_own_result() -> None:
+    """The run record and ``RunState`` are made of values the run typed already; building
+    their validators (the end-cause union with every failure) cost more than the run."""
+    built = _working()["built"]
+    assert "awaken_runtime.lifecycle._run_state.RunState" not in built
+    assert "awaken_runtime.stores._thread_store.RunRecord" not in built
+
+
 def test_no_validator_built_on_the_path_inspects_a_builtin_factory() -> None:
     """pydantic reads each default factory's signature when it builds a validator; for
     ``list`` (or ``set``, ``tuple``) that parses a text signature with ``tokenize``,
