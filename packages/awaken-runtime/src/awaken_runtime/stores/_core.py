@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -27,21 +26,37 @@ from ._thread_store import RunRecord, ScopeBinding, ThreadSnapshot, persistent_b
 __all__ = ["Core", "ThreadData", "check_event_seqs", "check_messages", "merge_run"]
 
 
-@dataclass(slots=True)
 class ThreadData:
     """One thread as kept in memory."""
 
-    thread_id: str
-    messages: list[Message] = field(default_factory=list)
-    msg_ids: set[str] = field(default_factory=set)
-    call_ids: set[str] = field(default_factory=set)
-    batches: list[CommittedBatch] = field(default_factory=list)
-    state: dict[StoreKey, Any] = field(default_factory=dict)
-    version: int = 0
-    parked: ParkedRun | None = None
-    run_ids: list[str] = field(default_factory=list)
-    latest_run_id: str | None = None
-    updated_at: float = 0.0
+    # A plain class, not a dataclass: generating a dataclass's methods at import costs
+    # more than a short run itself (see tests/runtime/test_working_import.py).
+    __slots__ = (
+        "batches",
+        "call_ids",
+        "latest_run_id",
+        "messages",
+        "msg_ids",
+        "parked",
+        "run_ids",
+        "state",
+        "thread_id",
+        "updated_at",
+        "version",
+    )
+
+    def __init__(self, thread_id: str) -> None:
+        self.thread_id = thread_id
+        self.messages: list[Message] = []
+        self.msg_ids: set[str] = set()
+        self.call_ids: set[str] = set()
+        self.batches: list[CommittedBatch] = []
+        self.state: dict[StoreKey, Any] = {}
+        self.version = 0
+        self.parked: ParkedRun | None = None
+        self.run_ids: list[str] = []
+        self.latest_run_id: str | None = None
+        self.updated_at = 0.0
 
     def check(self, expected_version: int, messages: Sequence[Message]) -> None:
         """Raise unless the thread is at ``expected_version`` and ``messages`` may follow."""
@@ -140,12 +155,14 @@ def persistent(batches: Iterable[CommittedBatch]) -> list[CommittedBatch]:
     return [kept for b in batches if (kept := persistent_batch(b)) is not None]
 
 
-@dataclass(slots=True)
 class Prepared:
     """A validated commit, ready to apply."""
 
-    batches: list[CommittedBatch]
-    record: RunRecord | None
+    __slots__ = ("batches", "record")
+
+    def __init__(self, batches: list[CommittedBatch], record: RunRecord | None) -> None:
+        self.batches = batches
+        self.record = record
 
 
 class Core:
