@@ -32,7 +32,8 @@ if TYPE_CHECKING:
     from ..lifecycle._run_state import RunState
     from ..plugins._actions import ScheduledAction
     from ..plugins._discovery import Discovery
-    from ..stores._ports import PruneReport, Retention
+    from ..stores._ports import Retention
+    from ..stores._records import PruneReport
     from ..suspension._decisions import Decision
     from ._streaming import EventSink
     from ._tickets import TicketLike

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._errors import VersionConflict
 from ..lifecycle._failures import Phase
@@ -20,8 +20,11 @@ from ..messages._message import Message
 from ..state._engine import Command, CommittedBatch, Scope, StoreKey, apply_command
 from ..suspension._suspension import ParkedRun, ThreadBusy
 from ._errors import DuplicateMessageId, LeaseLost, RunRecordError, UnmatchedToolResult
-from ._ports import ConfigVersion, Lease, PruneReport, StreamEvent, ThreadInfo
+from ._ports import Lease
 from ._thread_store import RunRecord, ScopeBinding, ThreadSnapshot, persistent_batch
+
+if TYPE_CHECKING:
+    from ._records import ConfigVersion, PruneReport, StreamEvent, ThreadInfo
 
 __all__ = ["Core", "ThreadData", "check_event_seqs", "check_messages", "merge_run"]
 
@@ -267,6 +270,8 @@ class Core:
 
     def info(self, thread_id: str) -> ThreadInfo:
         """The listing entry of a stored thread."""
+        from ._records import ThreadInfo  # listings, configs and pruning load their records
+
         t = self.threads[thread_id]
         return ThreadInfo(
             thread_id=thread_id,
@@ -297,6 +302,8 @@ class Core:
 
     def next_config(self, agent_id: str, config: dict[str, Any], note: str) -> ConfigVersion:
         """The version a publish of ``config`` would create."""
+        from ._records import ConfigVersion
+
         versions = self.configs.get(agent_id)
         number = versions[-1].version + 1 if versions else 1
         return ConfigVersion(agent_id=agent_id, version=number, config=config, note=note)
@@ -338,6 +345,8 @@ class Core:
 
     def prune(self, cut: datetime) -> tuple[PruneReport, set[str]]:
         """Remove superseded data older than ``cut``; also returns the touched thread ids."""
+        from ._records import PruneReport
+
         report = PruneReport()
         touched: set[str] = set()
         live = {t.latest_run_id for t in self.threads.values()}

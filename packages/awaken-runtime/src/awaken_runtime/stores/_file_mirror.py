@@ -32,7 +32,7 @@ from ._core import Core, Prepared, ThreadData
 from ._errors import StoreCorrupt, StoreIOError
 from ._gc import no_gc
 from ._jsonl import append_line, atomic_write, exclusive, fsync_dir, read_lines, truncate_to
-from ._ports import ConfigVersion
+from ._records import ConfigVersion
 from ._thread_store import RunRecord, ScopeBinding
 
 __all__ = ["FileMirror", "Tail"]
