@@ -115,15 +115,14 @@ class ToolCallExecutor:
     async def gate(self, call: ToolCall) -> Decided | None:
         """The strongest gate decision on ``call``; unknown or hidden tools are blocked."""
         ctx = self.ctx
-        if call.name not in ctx.tools:
+        known = call.name in ctx.tools
+        if not known or (ctx.visible is not None and call.name not in ctx.visible):
             from ..plugins._gates import Block
 
+            if known:
+                return Block(reason=f"Tool '{call.name}' is not available at this step.")
             names = ", ".join(sorted(ctx.visible or ctx.tools)) or "none"
             return Block(reason=f"Unknown tool '{call.name}'. Available tools: {names}.")
-        if ctx.visible is not None and call.name not in ctx.visible:
-            from ..plugins._gates import Block
-
-            return Block(reason=f"Tool '{call.name}' is not available at this step.")
         gates = ctx.agent.gates
         if not gates:
             return None

@@ -201,11 +201,10 @@ class Runtime:
         self, agent: str | ExecutableAgentSnapshot, input: RunInput, **kwargs: Any
     ) -> AsyncIterator[AgentEvent]:
         """Run like :meth:`run` and yield its events; the last one is ``RunFinish``."""
-        from ._event_log import EventLog
         from ._streaming import stream_run
 
         async for event in stream_run(
-            lambda sink: self.run(agent, input, on_event=sink, **kwargs), EventLog(self.store)
+            lambda sink: self.run(agent, input, on_event=sink, **kwargs), self.store
         ):
             yield event
 
@@ -394,12 +393,10 @@ class Runtime:
         self, ticket: TicketLike, decision: Decision, **kwargs: Any
     ) -> AsyncIterator[AgentEvent]:
         """Resume like :meth:`resume` and yield the leg's events (RunStart ... RunFinish)."""
-        from ._event_log import EventLog
         from ._streaming import stream_run
 
         async for event in stream_run(
-            lambda sink: self.resume(ticket, decision, on_event=sink, **kwargs),
-            EventLog(self.store),
+            lambda sink: self.resume(ticket, decision, on_event=sink, **kwargs), self.store
         ):
             yield event
 
