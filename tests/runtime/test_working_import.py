@@ -79,6 +79,21 @@ def test_the_working_path_loads_no_optional_part() -> None:
         "awaken_runtime.stores._sqlite",
         "awaken_runtime.stores._file",
         "awaken_runtime.testing",
+        # Subsystems a run loads once it uses them: events for a listener, gate and
+        # guard decisions for gates, decisions and the resume machinery for a resume,
+        # delegation for a delegating agent.
+        "awaken_runtime.lifecycle._events",
+        "awaken_runtime.plugins._gates",
+        "awaken_runtime.suspension._decisions",
+        "awaken_runtime.delegation._delegation",
+        "awaken_runtime.delegation._routed",
+        "awaken_runtime.delegation._tool",
+        "awaken_runtime.run._resume",
+        "awaken_runtime.runtime._tickets",
+        "awaken_runtime.runtime._streaming",
+        "awaken_runtime.runtime._event_log",
+        "awaken_runtime.runtime._completion",
+        "awaken_runtime.runtime._warm",
         "litellm",
         "docstring_parser",  # a one-line docstring needs no parser
         "sqlite3",
@@ -95,6 +110,14 @@ def test_resolution_builds_no_validator_for_the_snapshot() -> None:
     built = _working()["built"]
     assert "awaken_runtime.agents._resolve.ExecutableAgentSnapshot" not in built
     assert "awaken_runtime.agents._config.AgentConfig" in built  # the check sees builds
+
+
+def test_a_run_builds_no_validator_for_its_own_result() -> None:
+    """The run record and ``RunState`` are made of values the run typed already; building
+    their validators (the end-cause union with every failure) cost more than the run."""
+    built = _working()["built"]
+    assert "awaken_runtime.lifecycle._run_state.RunState" not in built
+    assert "awaken_runtime.stores._thread_store.RunRecord" not in built
 
 
 def test_no_validator_built_on_the_path_inspects_a_builtin_factory() -> None:

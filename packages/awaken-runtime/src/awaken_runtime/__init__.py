@@ -35,11 +35,10 @@ if TYPE_CHECKING:
     from .agents._file import AgentFile
     from .agents._resolve import CatalogFingerprint, ExecutableAgentSnapshot, ResolvedPlugin
     from .agents._stop import LoopDetection, StopConfig
-    from .delegation._delegation import (
+    from .delegation._delegation import ChildOutcome, DelegationRequest
+    from .delegation._service import (
         AGENT_RUN,
-        ChildOutcome,
         ChildRunner,
-        DelegationRequest,
         NativeDelegationService,
         RunDelegationService,
     )
@@ -107,6 +106,7 @@ if TYPE_CHECKING:
     from .models.litellm._executor import LITELLM_PROVIDER, LiteLLMExecutor, litellm_pricing
     from .models.litellm._retry import RetryPolicy
     from .plugins._actions import ActionHandler, EffectHandler, ScheduledAction
+    from .plugins._await import AwaitReason
     from .plugins._context import (
         CONTEXT_MESSAGES,
         INFERENCE_PARAMS,
@@ -135,7 +135,6 @@ if TYPE_CHECKING:
     )
     from .plugins._discovery import Discovered, Discovery, discover
     from .plugins._gates import (
-        AwaitReason,
         Block,
         Complete,
         GateDecision,
@@ -185,15 +184,10 @@ if TYPE_CHECKING:
         ThreadSnapshot,
         ThreadStore,
     )
+    from .suspension._decisions import Approve, Decision, Deny, Remember, Replay, Respond
     from .suspension._suspension import (
         ANSWER_TO_TOOL,
-        Approve,
-        Decision,
-        Deny,
         ParkedRun,
-        Remember,
-        Replay,
-        Respond,
         ResumeRejected,
         ResumeTicket,
         SuspendCall,

@@ -39,10 +39,12 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
     ),
     "delegation._tool": ("run_child_agent",),
     "delegation._delegation": (
-        "AGENT_RUN",
         "ChildOutcome",
-        "ChildRunner",
         "DelegationRequest",
+    ),
+    "delegation._service": (
+        "AGENT_RUN",
+        "ChildRunner",
         "NativeDelegationService",
         "RunDelegationService",
     ),
@@ -160,8 +162,8 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
         "Discovery",
         "discover",
     ),
+    "plugins._await": ("AwaitReason",),
     "plugins._gates": (
-        "AwaitReason",
         "Block",
         "Complete",
         "GateDecision",
@@ -230,15 +232,17 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
         "ThreadSnapshot",
         "ThreadStore",
     ),
-    "suspension._suspension": (
-        "ANSWER_TO_TOOL",
+    "suspension._decisions": (
         "Approve",
         "Decision",
         "Deny",
-        "ParkedRun",
         "Remember",
         "Replay",
         "Respond",
+    ),
+    "suspension._suspension": (
+        "ANSWER_TO_TOOL",
+        "ParkedRun",
         "ResumeRejected",
         "ResumeTicket",
         "SuspendCall",

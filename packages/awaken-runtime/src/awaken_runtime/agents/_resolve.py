@@ -9,18 +9,16 @@ already checked against each plugin's capability bound.
 
 from __future__ import annotations
 
-import dataclasses
+import copy
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .._errors import AgentConfigError, CapabilityBoundError, ResolutionError
-from ..delegation._delegation import AGENT_RUN
-from ..delegation._tool import DelegationTool
+from ..delegation._service import AGENT_RUN
 from ..models._model import LlmExecutor, ModelSpec
 from ..plugins._actions import ActionHandler, EffectHandler
 from ..plugins._plugin import (
@@ -89,47 +87,90 @@ class ExecutableAgentSnapshot(BaseModel):
         return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-@dataclass(slots=True)
 class Registries:
     """The five registries an agent is resolved against."""
 
-    agents: dict[str, AgentConfig] = field(default_factory=dict)
-    tools: dict[str, Tool] = field(default_factory=dict)
-    models: dict[str, ModelSpec] = field(default_factory=dict)
-    providers: dict[str, LlmExecutor] = field(default_factory=dict)
-    plugins: dict[str, Plugin] = field(default_factory=dict)
-    unavailable_plugins: dict[str, Exception] = field(default_factory=dict)
-    """Plugin ids that failed to load or clash, with the error to report."""
-    unavailable_tools: dict[str, Exception] = field(default_factory=dict)
-    """Discovered tool ids registered twice, with the error to report."""
-    unavailable_providers: dict[str, Exception] = field(default_factory=dict)
-    """Discovered provider ids registered twice, with the error to report."""
-    remote_agents: dict[str, Any] = field(default_factory=dict)
-    """Agent ids served elsewhere (remote delegates), each with its delegation service."""
+    # Plain classes here, not dataclasses: generating a dataclass's methods at import
+    # costs more than a short run itself (see tests/runtime/test_working_import.py).
+    __slots__ = (
+        "agents",
+        "models",
+        "plugins",
+        "providers",
+        "remote_agents",
+        "tools",
+        "unavailable_plugins",
+        "unavailable_providers",
+        "unavailable_tools",
+    )
+
+    def __init__(
+        self,
+        *,
+        agents: dict[str, AgentConfig] | None = None,
+        tools: dict[str, Tool] | None = None,
+        models: dict[str, ModelSpec] | None = None,
+        providers: dict[str, LlmExecutor] | None = None,
+        plugins: dict[str, Plugin] | None = None,
+        remote_agents: dict[str, Any] | None = None,
+    ) -> None:
+        self.agents = agents if agents is not None else {}
+        self.tools = tools if tools is not None else {}
+        self.models = models if models is not None else {}
+        self.providers = providers if providers is not None else {}
+        self.plugins = plugins if plugins is not None else {}
+        self.remote_agents = remote_agents if remote_agents is not None else {}
+        """Agent ids served elsewhere (remote delegates), each with its delegation service."""
+        self.unavailable_plugins: dict[str, Exception] = {}
+        """Plugin ids that failed to load or clash, with the error to report."""
+        self.unavailable_tools: dict[str, Exception] = {}
+        """Discovered tool ids registered twice, with the error to report."""
+        self.unavailable_providers: dict[str, Exception] = {}
+        """Discovered provider ids registered twice, with the error to report."""
 
 
-@dataclass(slots=True)
 class ResolvedAgent:
-    """A snapshot plus the live objects the loop calls."""
+    """A snapshot plus the live objects the loop calls (hooks, gates ... per plugin id)."""
 
-    snapshot: ExecutableAgentSnapshot
-    executor: LlmExecutor
-    tools: dict[str, Tool]
-    tool_owner: dict[str, str]
-    bounds: dict[str, CapabilityBound]
-    hooks: dict[PhaseHookPoint, list[tuple[str, PhaseHook]]]
-    gates: list[tuple[str, ToolGateHook]]
-    observers: list[tuple[str, ToolObserver]]
-    guards: list[tuple[str, RunEndGuard]]
-    dynamic_tools: list[tuple[str, Any]]
-    effect_handlers: dict[str, tuple[str, EffectHandler]] = field(default_factory=dict)
-    action_handlers: dict[str, tuple[str, ActionHandler]] = field(default_factory=dict)
-    stop_conditions: list[tuple[str, StopConditionHook]] = field(default_factory=list)
-    inherited: set[str] = field(default_factory=set)
-    """Plugins whose contributions also apply to this agent's sub-agents."""
-    inherited_gates: list[tuple[str, ToolGateHook]] = field(default_factory=list)
-    """The gates of inheritable plugins (this agent's and its ancestors'): every
-    sub-agent carries them, whatever it enables itself."""
+    __slots__ = (
+        "action_handlers",
+        "bounds",
+        "dynamic_tools",
+        "effect_handlers",
+        "executor",
+        "gates",
+        "guards",
+        "hooks",
+        "inherited",
+        "inherited_gates",
+        "observers",
+        "snapshot",
+        "stop_conditions",
+        "tool_owner",
+        "tools",
+    )
+
+    def __init__(
+        self, snapshot: ExecutableAgentSnapshot, executor: LlmExecutor, tools: dict[str, Tool]
+    ) -> None:
+        self.snapshot = snapshot
+        self.executor = executor
+        self.tools = tools
+        self.tool_owner: dict[str, str] = {}
+        self.bounds: dict[str, CapabilityBound] = {}
+        self.hooks: dict[PhaseHookPoint, list[tuple[str, PhaseHook]]] = {}
+        self.gates: list[tuple[str, ToolGateHook]] = []
+        self.observers: list[tuple[str, ToolObserver]] = []
+        self.guards: list[tuple[str, RunEndGuard]] = []
+        self.dynamic_tools: list[tuple[str, Any]] = []
+        self.effect_handlers: dict[str, tuple[str, EffectHandler]] = {}
+        self.action_handlers: dict[str, tuple[str, ActionHandler]] = {}
+        self.stop_conditions: list[tuple[str, StopConditionHook]] = []
+        self.inherited: set[str] = set()
+        """Plugins whose contributions also apply to this agent's sub-agents."""
+        self.inherited_gates: list[tuple[str, ToolGateHook]] = []
+        """The gates of inheritable plugins (this agent's and its ancestors'): every
+        sub-agent carries them, whatever it enables itself."""
 
     def with_inherited(self, parent: ResolvedAgent) -> ResolvedAgent:
         """This agent plus the parent's inheritable plugins it does not enable itself.
@@ -151,17 +192,16 @@ class ResolvedAgent:
         hooks = {point: list(items) for point, items in self.hooks.items()}
         for point, items in parent.hooks.items():
             hooks.setdefault(point, []).extend(pick(items))
-        return dataclasses.replace(
-            self,
-            bounds={**self.bounds, **{pid: parent.bounds[pid] for pid in extra}},
-            hooks=hooks,
-            gates=[*self.gates, *carried],
-            inherited_gates=[*self.inherited_gates, *carried],
-            observers=[*self.observers, *pick(parent.observers)],
-            guards=[*self.guards, *pick(parent.guards)],
-            stop_conditions=[*self.stop_conditions, *pick(parent.stop_conditions)],
-            inherited=self.inherited | extra,
-        )
+        combined = copy.copy(self)  # the rest (tools, handlers ...) shared, as before
+        combined.bounds = {**self.bounds, **{pid: parent.bounds[pid] for pid in extra}}
+        combined.hooks = hooks
+        combined.gates = [*self.gates, *carried]
+        combined.inherited_gates = [*self.inherited_gates, *carried]
+        combined.observers = [*self.observers, *pick(parent.observers)]
+        combined.guards = [*self.guards, *pick(parent.guards)]
+        combined.stop_conditions = [*self.stop_conditions, *pick(parent.stop_conditions)]
+        combined.inherited = self.inherited | extra
+        return combined
 
     @property
     def config(self) -> AgentConfig:
@@ -273,13 +313,6 @@ def resolve_agent(
         snapshot=None,  # type: ignore[arg-type]  # set below, once tools are known
         executor=executor,
         tools=tools,
-        tool_owner={},
-        bounds={},
-        hooks={},
-        gates=[],
-        observers=[],
-        guards=[],
-        dynamic_tools=[],
     )
     plugins: list[ResolvedPlugin] = []
     for pid in config.plugin_ids:
@@ -329,6 +362,8 @@ def resolve_agent(
         dumped = validated.model_dump(mode="json") if isinstance(validated, BaseModel) else {}
         plugins.append(ResolvedPlugin(manifest=manifest, config=dumped))
     if config.delegates:
+        from ..delegation._tool import DelegationTool  # agents without delegates never load it
+
         delegation = DelegationTool(list(config.delegates), delegation_tool_id)
         if delegation_tool_id in tools:
             raise AgentConfigError(

@@ -21,14 +21,15 @@ from typing import TYPE_CHECKING, Any, TextIO
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..lifecycle._failures import Error, Phase
-from ..plugins._gates import AwaitReason
-from ..suspension._suspension import Approve, Deny, Replay, Respond, ResumeTicket
+from ..plugins._await import AwaitReason
+from ..suspension._decisions import Approve, Deny, Replay, Respond
+from ..suspension._suspension import ResumeTicket
 
 if TYPE_CHECKING:
     from ..lifecycle._events import AgentEvent
     from ..lifecycle._run_state import RunState
     from ..runtime._runtime import Runtime
-    from ..suspension._suspension import Decision
+    from ..suspension._decisions import Decision
 
 __all__ = [
     "EXIT_AWAITING",

@@ -14,8 +14,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
-from ..suspension._suspension import Decision, ResumeTicket
-from ._delegation import AGENT_RUN, ChildOutcome, DelegationRequest, RunDelegationService
+from ..suspension._decisions import Decision
+from ..suspension._suspension import ResumeTicket
+from ._delegation import ChildOutcome, DelegationRequest
+from ._service import AGENT_RUN, RunDelegationService
 
 __all__ = ["RemoteChildren", "RoutedDelegationService", "cancel_child"]
 

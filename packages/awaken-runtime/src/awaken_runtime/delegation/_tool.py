@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..tools._tool import ToolCallContext, ToolDescriptor, ToolOutput
-from ._delegation import AGENT_RUN, ChildOutcome, ChildRunner
+from ._delegation import ChildOutcome
+from ._service import AGENT_RUN, ChildRunner
 
 __all__ = ["DelegationTool", "run_child_agent"]
 

@@ -1,8 +1,7 @@
-"""Tool gate decisions, await reasons and run-end guard decisions."""
+"""Tool gate decisions and run-end guard decisions (``AwaitReason`` is in ``_await``)."""
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, TypeAlias
@@ -13,9 +12,9 @@ from .._defaults import new_list
 from ..messages._message import Message
 from ..state._effects import Effect
 from ..tools._tool import ToolOutput
+from ._await import AwaitReason
 
 __all__ = [
-    "AwaitReason",
     "Block",
     "Complete",
     "GateDecision",
@@ -27,18 +26,6 @@ __all__ = [
     "strongest",
     "winner",
 ]
-
-
-class AwaitReason(enum.StrEnum):
-    """Why a run is waiting."""
-
-    TOOL_PERMISSION = "tool_permission"
-    USER_INPUT = "user_input"
-    EXTERNAL_EVENT = "external_event"
-    RATE_LIMIT = "rate_limit"
-    MANUAL_PAUSE = "manual_pause"
-    SCHEDULED_ACTION = "scheduled_action"
-    DELEGATION = "delegation"
 
 
 class _Decision(BaseModel):

@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .._errors import CapabilityBoundError
-from ..lifecycle._events import RunFinish
 from ..lifecycle._failures import CapabilityBoundFailure, EndCause, Error, NaturalEnd, Phase
 from ..lifecycle._run_state import RunState
 from ..stores._thread_store import RunRecord
@@ -31,7 +30,9 @@ def run_record(
     now = datetime.now(UTC)
     if ctx.started_at is None:
         ctx.started_at = now  # a resumed leg restarts this; the store keeps the first
-    return RunRecord(
+    # Every field is already of its type (the run built them): validating would change
+    # nothing but build the record's validator, end-cause union and all, in each process.
+    return RunRecord.model_construct(
         run_id=ctx.run_id,
         thread_id=ctx.binding.thread_id,
         agent_id=ctx.config.id,
@@ -58,7 +59,9 @@ def leg_result(
     final = ctx.final_text if natural else ""
     output = ctx.output.value if natural and ctx.output is not None else None
     usage = ctx.usage
-    state = RunState(
+    # Built from the run's own typed values, as ``run_record`` (the lists are copied,
+    # as validation would): no validator is built for a result nobody validates.
+    state = RunState.model_construct(
         parent_run_id=ctx.parent_run_id,
         run_id=ctx.run_id,
         thread_id=ctx.binding.thread_id,
@@ -69,11 +72,11 @@ def leg_result(
         steps=ctx.step,
         usage=usage,
         cost=ctx.cost,
-        new_messages=ctx.persisted,
+        new_messages=list(ctx.persisted),
         log=list(ctx.engine.log),
         state=dict(ctx.engine.data),
-        tickets=tickets,
-        pending_actions=pending,
+        tickets=list(tickets),
+        pending_actions=list(pending),
         output=output,
         finish_reason=ctx.finish_reason,
     )
@@ -82,6 +85,8 @@ def leg_result(
         ctx.observation = None  # a leg ends once
         observation.end(state)
     if ctx.emit is not None:
+        from ..lifecycle._events import RunFinish  # runs nobody listens to never load events
+
         ctx.emit(
             RunFinish(
                 seq=ctx.next_seq(),

@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
-from ..plugins._gates import Steer
+from typing import TYPE_CHECKING
+
 from ._phases import PhaseEngine
 from ._run_context import RunContext
 from ._signals import bind
+
+if TYPE_CHECKING:
+    from ..plugins._gates import Steer
 
 __all__ = ["plugin_stop", "run_end_guards"]
 
 
 async def run_end_guards(ctx: RunContext, phases: PhaseEngine) -> Steer | None:
     """The first guard's ``Steer``, in plugin order; ``None``: the run may end."""
-    for pid, guard in ctx.agent.guards:
+    guards = ctx.agent.guards
+    if not guards:
+        return None
+    from ..plugins._gates import Steer  # agents without guards never load the decisions
+
+    for pid, guard in guards:
         ((_, decision),) = await phases.call_all(
             "RUN_END_GUARD", [(pid, bind(guard, ctx.hook_context("run_end_guard", pid)))]
         )

@@ -12,7 +12,6 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from ..lifecycle._events import TextDelta
 from ..lifecycle._failures import Cancelled, ProviderFailure
 from ..messages._message import Message, ToolCall
 from ..messages._transcript import KeepAll
@@ -129,6 +128,8 @@ class Inference:
         ctx = self.ctx
         response: InferenceResponse | None = None
         emit = ctx.emit
+        if emit is not None:
+            from ..lifecycle._events import TextDelta  # runs nobody listens to never load events
         model = ctx.model
         token = ctx.cancel
         observation = ctx.observation

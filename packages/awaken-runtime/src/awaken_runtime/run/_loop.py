@@ -17,7 +17,6 @@ from time import time as _clock
 from typing import TYPE_CHECKING
 
 from .._errors import CapabilityBoundError, VersionConflict
-from ..lifecycle._events import RunStart, StepEnd, StepStart
 from ..lifecycle._failures import (
     Cancelled,
     EndCause,
@@ -111,6 +110,8 @@ class AgentLoop:
         if stop is not None:
             stop.start_step()
         if ctx.emit is not None:
+            from ..lifecycle._events import StepStart  # runs nobody listens to never load events
+
             ctx.emit(StepStart(seq=ctx.next_seq(), run_id=ctx.run_id, step=ctx.step))
         if not phases.idle(_STEP_START):
             await phases.phase(_STEP_START)
@@ -206,6 +207,8 @@ class AgentLoop:
         ctx.open_step = False
         ctx.resumed = False
         if ctx.emit is not None:
+            from ..lifecycle._events import StepEnd
+
             ctx.emit(
                 StepEnd(
                     seq=ctx.next_seq(),
@@ -266,6 +269,8 @@ class AgentLoop:
 
             observe_start(ctx, ctx.observer, leg, tickets)
         if ctx.emit is not None:
+            from ..lifecycle._events import RunStart
+
             ctx.emit(
                 RunStart(
                     seq=ctx.next_seq(),

@@ -17,17 +17,13 @@ from ..lifecycle._failures import Cancelled
 from ..lifecycle._run_state import RunState
 from ..messages._message import ToolCall, new_id, with_depth_limit
 from ..messages._transcript import Transcript
-from ..plugins._gates import AwaitReason
+from ..plugins._await import AwaitReason
 from ..state._engine import Scope
 from ..stores._thread_store import ThreadSnapshot
+from ..suspension._decisions import Approve, Decision, Deny, Replay, Respond
 from ..suspension._suspension import (
     ANSWER_TO_TOOL,
-    Approve,
-    Decision,
-    Deny,
     ParkedRun,
-    Replay,
-    Respond,
     ResumeRejected,
     ResumeTicket,
     SuspendCall,

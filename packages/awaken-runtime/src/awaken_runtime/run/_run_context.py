@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from operator import attrgetter
@@ -29,13 +28,14 @@ from ._request import RequestAssembler
 
 if TYPE_CHECKING:
     from ..agents._resolve import ResolvedAgent
-    from ..delegation._delegation import ChildRunner, DelegationTree
+    from ..delegation._delegation import DelegationTree
+    from ..delegation._service import ChildRunner
     from ..lifecycle._events import AgentEvent
     from ..lifecycle._observer import RunObservation, RunObserver
     from ..messages._message import Message, ToolCall
     from ..models._model import InferenceRequest, InferenceResponse
     from ..plugins._actions import ScheduledAction
-    from ..plugins._gates import AwaitReason
+    from ..plugins._await import AwaitReason
     from ..state._effects import Effect
     from ..state._engine import Command
     from ..stores._lease import LeaseGuard
@@ -54,15 +54,26 @@ _USAGE_FIELDS = tuple(
 )
 
 
-@dataclass(slots=True)
 class Parked:
     """A call waiting for a decision, before it becomes a ticket."""
 
-    call: ToolCall
-    reason: AwaitReason
-    payload: dict[str, Any]
-    deadline: datetime | None = None
-    not_before: datetime | None = None
+    # A plain class, not a dataclass: generating a dataclass's methods at import costs
+    # more than a short run itself (see tests/runtime/test_working_import.py).
+    __slots__ = ("call", "deadline", "not_before", "payload", "reason")
+
+    def __init__(
+        self,
+        call: ToolCall,
+        reason: AwaitReason,
+        payload: dict[str, Any],
+        deadline: datetime | None = None,
+        not_before: datetime | None = None,
+    ) -> None:
+        self.call = call
+        self.reason = reason
+        self.payload = payload
+        self.deadline = deadline
+        self.not_before = not_before
 
 
 class RunContext:

@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import asyncio
 from time import time as _clock
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .._errors import ToolError
-from ..lifecycle._events import ToolCallDone, ToolCallReady
 from ..lifecycle._failures import Cancelled, ToolFailure
 from ..messages._message import ContentPart, Message, ToolCall, new_id
 from ..messages._unicode import scrub_text
-from ..plugins._gates import AwaitReason, Block, Schedule, ShortCircuit, Suspend, winner
+from ..plugins._await import AwaitReason
 from ..plugins._plugin import PhaseHookPoint
 from ..state._engine import StagedCommand
 from ..suspension._suspension import SuspendCall
@@ -34,10 +33,15 @@ from ._phases import PhaseEngine
 from ._run_context import Parked, RunContext
 from ._signals import End, bind2, fail, interrupted, log
 
+# Gate decisions load with the first one: a run whose calls pass ungated never needs them.
+if TYPE_CHECKING:
+    from ..plugins._gates import Block, Schedule, ShortCircuit, Suspend
+
+    Decided = Block | Suspend | ShortCircuit | Schedule
+
 __all__ = ["Outcome", "ToolCallExecutor"]
 
 Outcome = Literal["success", "error", "blocked", "short_circuit", "suspended"]
-Decided = Block | Suspend | ShortCircuit | Schedule
 _AFTER_TOOL = PhaseHookPoint.AFTER_TOOL
 
 
@@ -55,6 +59,8 @@ class ToolCallExecutor:
     def _emit_ready(self, call: ToolCall) -> None:
         ctx = self.ctx
         if ctx.emit is not None:
+            from ..lifecycle._events import ToolCallReady  # only listened-to runs load events
+
             ctx.emit(
                 ToolCallReady(
                     seq=ctx.next_seq(),
@@ -68,6 +74,8 @@ class ToolCallExecutor:
     def _emit_done(self, call: ToolCall, content: str, outcome: Outcome) -> None:
         ctx = self.ctx
         if ctx.emit is not None:
+            from ..lifecycle._events import ToolCallDone
+
             ctx.emit(
                 ToolCallDone(
                     seq=ctx.next_seq(),
@@ -107,14 +115,19 @@ class ToolCallExecutor:
     async def gate(self, call: ToolCall) -> Decided | None:
         """The strongest gate decision on ``call``; unknown or hidden tools are blocked."""
         ctx = self.ctx
-        if call.name not in ctx.tools:
+        known = call.name in ctx.tools
+        if not known or (ctx.visible is not None and call.name not in ctx.visible):
+            from ..plugins._gates import Block
+
+            if known:
+                return Block(reason=f"Tool '{call.name}' is not available at this step.")
             names = ", ".join(sorted(ctx.visible or ctx.tools)) or "none"
             return Block(reason=f"Unknown tool '{call.name}'. Available tools: {names}.")
-        if ctx.visible is not None and call.name not in ctx.visible:
-            return Block(reason=f"Tool '{call.name}' is not available at this step.")
         gates = ctx.agent.gates
         if not gates:
             return None
+        from ..plugins._gates import winner
+
         calls = [
             (pid, bind2(gate, ctx.hook_context("tool_gate", pid, None, None, call), call))
             for pid, gate in gates
@@ -135,6 +148,8 @@ class ToolCallExecutor:
         Only the decision applied contributes effects: a losing one, or a Suspend
         an approval overrode, never happened.
         """
+        from ..plugins._gates import Block, Schedule, Suspend
+
         if decision.effects:
             self.phases.stage_effects(
                 self.ctx.gate_owner or call.name, decision.effects, tool=False
@@ -313,8 +328,11 @@ class ToolCallExecutor:
         # No gate, a known and visible tool: nothing to decide (and no coroutine for it).
         if agent.gates or call.name not in ctx.tools or ctx.visible is not None:
             decision = await self.gate(call)
-            if approved and isinstance(decision, (Suspend, Schedule)):
-                decision = None  # a human approved this call: gates may still block it
+            if approved and decision is not None:
+                from ..plugins._gates import Schedule, Suspend
+
+                if isinstance(decision, (Suspend, Schedule)):
+                    decision = None  # a human approved this call: gates may still block it
             if decision is not None:
                 await self._decided(call, decision, batch)
                 return

@@ -8,13 +8,12 @@ from typing import TYPE_CHECKING, Any
 from .._errors import DuplicateIdError
 from ..agents._config import AgentConfig
 from ..agents._resolve import Registries
-from ..delegation._delegation import (
+from ..delegation._service import (
     MAX_DELEGATION_DEPTH,
     MAX_DESCENDANTS,
     NativeDelegationService,
     RunDelegationService,
 )
-from ..delegation._routed import RoutedDelegationService
 from ..models._model import LlmExecutor, ModelSpec
 from ..plugins._plugin import Plugin
 from ..stores._thread_store import ThreadStore
@@ -191,5 +190,7 @@ class AgentRuntimeBuilder:
                 runtime, max_depth=depth, max_descendants=descendants
             )
         if reg.remote_agents:
+            from ..delegation._routed import RoutedDelegationService  # only with remotes
+
             runtime.delegation = RoutedDelegationService(runtime.delegation, reg.remote_agents)
         return runtime

@@ -14,12 +14,10 @@ from typing import TYPE_CHECKING
 
 from .._errors import VersionConflict
 from ..lifecycle._failures import Phase
-from ..run._resume import Resumer
 from ..run._signals import abandoned
 from ..stores._lease import LeaseGuard, guard_lease
 from ..stores._thread_store import ScopeBinding, ThreadSnapshot, ThreadStore
 from ..suspension._suspension import ThreadBusy
-from ._tickets import load_parked
 
 if TYPE_CHECKING:
     from ..lifecycle._run_state import RunState
@@ -88,6 +86,9 @@ async def recover(
                 f"committing; it stops at its next lease check - retry then"
             ) from exc
     else:
+        from ..run._resume import Resumer  # only a dead resume needs the resume machinery
+        from ._tickets import load_parked
+
         stored, parked = await load_parked(runtime.store, thread_id)
         scoped = ScopeBinding(thread_id, parked.profile_id, parked.namespace)
         agent = runtime._agent(parked.agent_id)

@@ -11,37 +11,32 @@ from typing import TYPE_CHECKING, Any, cast
 
 from .._errors import AgentConfigError, check_id
 from ..agents._resolve import ExecutableAgentSnapshot, Registries, ResolvedAgent, resolve_agent
-from ..delegation._delegation import (
-    ChildRunner,
-    DelegationRequest,
-    NativeDelegationService,
-    RunDelegationService,
-)
-from ..delegation._routed import cancel_child
-from ..lifecycle._events import AgentEvent
-from ..lifecycle._run_state import RunState
+from ..delegation._service import ChildRunner, NativeDelegationService, RunDelegationService
 from ..messages._message import Message, new_id
 from ..run._loop import AgentLoop
-from ..run._resume import Resumer
 from ..stores._lease import LeaseGuard, guard_lease
 from ..stores._memory import InMemoryStore
-from ..stores._ports import PruneReport, Retention
 from ..stores._thread_store import ScopeBinding, ThreadStore
-from ..suspension._suspension import Decision, ResumeRejected, ResumeTicket, ThreadBusy
+from ..suspension._suspension import ResumeRejected, ResumeTicket, ThreadBusy
 from ..tools._cancel import CancellationToken
 from ._catalogs import Catalogs
-from ._completion import drive
-from ._event_log import EventLog, read_events
 from ._input import input_messages
 from ._recovery import carry_on, recover, stranded, sweep
-from ._streaming import EventSink, stream_run
-from ._tickets import TicketLike, check_resume, load_parked, parse_decision, parse_ticket
-from ._warm import warm_up
 
+# What only resuming, streaming, delegating or warming up needs is imported where
+# it is used: a plain run loads none of it (tests/runtime/test_working_import.py).
 if TYPE_CHECKING:
+    from ..delegation._delegation import DelegationRequest
+    from ..lifecycle._events import AgentEvent
     from ..lifecycle._observer import RunObserver
+    from ..lifecycle._run_state import RunState
     from ..plugins._actions import ScheduledAction
     from ..plugins._discovery import Discovery
+    from ..stores._ports import Retention
+    from ..stores._records import PruneReport
+    from ..suspension._decisions import Decision
+    from ._streaming import EventSink
+    from ._tickets import TicketLike
 
 __all__ = ["OnAwait", "RunInput", "Runtime"]
 
@@ -206,8 +201,10 @@ class Runtime:
         self, agent: str | ExecutableAgentSnapshot, input: RunInput, **kwargs: Any
     ) -> AsyncIterator[AgentEvent]:
         """Run like :meth:`run` and yield its events; the last one is ``RunFinish``."""
+        from ._streaming import stream_run
+
         async for event in stream_run(
-            lambda sink: self.run(agent, input, on_event=sink, **kwargs), EventLog(self.store)
+            lambda sink: self.run(agent, input, on_event=sink, **kwargs), self.store
         ):
             yield event
 
@@ -254,6 +251,9 @@ class Runtime:
         on_event: EventSink | None,
         parent: DelegationRequest | None = None,
     ) -> RunState:
+        from ..run._resume import Resumer
+        from ._tickets import check_resume, load_parked, parse_decision, parse_ticket
+
         if not decisions:
             raise ResumeRejected("no decisions given")
         pairs = [(parse_ticket(t), parse_decision(d)) for t, d in decisions]
@@ -319,6 +319,8 @@ class Runtime:
 
     async def _cancel_child(self, payload: dict[str, Any]) -> None:
         # ResumeRejected: the child is not waiting (it finished or was cancelled already).
+        from ..delegation._routed import cancel_child
+
         with contextlib.suppress(ResumeRejected):
             await cancel_child(self.delegation, payload, self.cancel_waiting)
 
@@ -326,6 +328,9 @@ class Runtime:
         self, thread_id: str, *, on_event: EventSink | None = None
     ) -> RunState:
         """End the thread's waiting run as ``Cancelled``; its parked calls get error results."""
+        from ..run._resume import Resumer
+        from ._tickets import load_parked
+
         async with self._lock(thread_id), guard_lease(self.store, thread_id) as lease:
             snapshot, parked = await load_parked(self.store, thread_id)
             resolved = self._agent(parked.agent_id)
@@ -356,6 +361,8 @@ class Runtime:
     async def warm_up(self, *agent_ids: str) -> None:
         """Let providers with a ``warm_up`` load themselves (off the event loop) now: those
         of ``agent_ids`` (their models' providers), or every registered one."""
+        from ._warm import warm_up
+
         providers = [self._agent(a).executor for a in agent_ids] or self.registries.providers
         await warm_up(providers.values() if isinstance(providers, dict) else providers)
 
@@ -378,15 +385,18 @@ class Runtime:
         Scheduled calls are resumed when due (this coroutine sleeps until then).
         If ``on_await`` returns ``None`` the run is returned still waiting.
         """
+        from ._completion import drive
+
         return await drive(self, agent, input, on_await, on_event, **kwargs)
 
     async def stream_resume(
         self, ticket: TicketLike, decision: Decision, **kwargs: Any
     ) -> AsyncIterator[AgentEvent]:
         """Resume like :meth:`resume` and yield the leg's events (RunStart ... RunFinish)."""
+        from ._streaming import stream_run
+
         async for event in stream_run(
-            lambda sink: self.resume(ticket, decision, on_event=sink, **kwargs),
-            EventLog(self.store),
+            lambda sink: self.resume(ticket, decision, on_event=sink, **kwargs), self.store
         ):
             yield event
 
@@ -396,4 +406,6 @@ class Runtime:
         Events of streamed runs are logged at every step boundary by stores
         with an event log (all built-in ones); other stores return nothing.
         """
+        from ._event_log import read_events
+
         return await read_events(self.store, run_id, after)

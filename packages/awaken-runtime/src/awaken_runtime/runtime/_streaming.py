@@ -17,12 +17,13 @@ EventSink = Callable[[AgentEvent], None]
 
 async def stream_run(
     start: Callable[[EventSink], Coroutine[Any, Any, RunState]],
-    log: EventLog,
+    store: Any,
 ) -> AsyncIterator[AgentEvent]:
     """Run ``start(sink)`` as a task and yield what it emits until ``RunFinish``.
 
-    Every yielded event also goes to ``log`` (the store's event log, if any).
+    Every yielded event also goes to the ``store``'s event log, if it has one.
     """
+    log = EventLog(store)
     queue: asyncio.Queue[AgentEvent | None] = asyncio.Queue()
     task = asyncio.ensure_future(start(queue.put_nowait))
     task.add_done_callback(lambda _t: queue.put_nowait(None))

@@ -15,17 +15,8 @@ from pydantic import ValidationError
 
 from ..agents._resolve import ResolvedAgent
 from ..stores._thread_store import ScopeBinding, ThreadSnapshot
-from ..suspension._suspension import (
-    Approve,
-    Decision,
-    Deny,
-    ParkedRun,
-    Replay,
-    Respond,
-    ResumeRejected,
-    ResumeTicket,
-    decision_adapter,
-)
+from ..suspension._decisions import Approve, Decision, Deny, Replay, Respond, decision_adapter
+from ..suspension._suspension import ParkedRun, ResumeRejected, ResumeTicket
 
 __all__ = [
     "TicketLike",

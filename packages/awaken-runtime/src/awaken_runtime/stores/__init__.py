@@ -41,19 +41,14 @@ from ._memory import InMemoryStore
 from ._ports import (
     CheckpointReader,
     ConfigRegistry,
-    ConfigVersion,
     FullStore,
     Lease,
     LeaseStore,
-    Page,
     ProfileStore,
-    PruneReport,
     Retention,
     RunStore,
     StreamCheckpointStore,
-    StreamEvent,
     ThreadAdmin,
-    ThreadInfo,
 )
 from ._thread_store import (
     CommittedThreadView,
@@ -65,8 +60,14 @@ from ._thread_store import (
 )
 
 # The file and SQLite backends load on first use (PEP 562): `import awaken_runtime`
-# imports this package for the in-memory store and must not pay for sqlite3 & co.
+# imports this package for the in-memory store and must not pay for sqlite3 & co;
+# nor a run for the records of listings, event logs, configs and pruning.
 _LAZY = {
+    "ConfigVersion": "._records",
+    "Page": "._records",
+    "PruneReport": "._records",
+    "StreamEvent": "._records",
+    "ThreadInfo": "._records",
     "FileStore": "._file",
     "KeptThread": "._kept",
     "KeptThreads": "._kept",
@@ -91,6 +92,7 @@ def __getattr__(name: str) -> Any:
 if TYPE_CHECKING:
     from ._file import FileStore
     from ._kept import KeptThread, KeptThreads
+    from ._records import ConfigVersion, Page, PruneReport, StreamEvent, ThreadInfo
     from ._sqlite import SQLiteStore
     from ._sqlite_schema import SCHEMA_VERSION
     from ._url import STORE_ENV, STORE_GROUP, default_store_url, open_store

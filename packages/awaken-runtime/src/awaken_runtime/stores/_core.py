@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._errors import VersionConflict
 from ..lifecycle._failures import Phase
@@ -22,28 +21,47 @@ from ..messages._stored import StoredMessages
 from ..state._engine import Command, CommittedBatch, Scope, StoreKey, apply_command
 from ..suspension._suspension import ParkedRun, ThreadBusy
 from ._errors import DuplicateMessageId, LeaseLost, RunRecordError, UnmatchedToolResult
-from ._ports import ConfigVersion, Lease, PruneReport, StreamEvent, ThreadInfo
+from ._ports import Lease
 from ._thread_store import RunRecord, ScopeBinding, ThreadSnapshot, persistent_batch
+
+if TYPE_CHECKING:
+    from ._records import ConfigVersion, PruneReport, StreamEvent, ThreadInfo
 
 __all__ = ["Core", "ThreadData", "check_event_seqs", "check_messages", "merge_run"]
 
 
-@dataclass(slots=True)
 class ThreadData:
     """One thread as kept in memory."""
 
-    thread_id: str
-    messages: list[Message] | StoredMessages = field(default_factory=list)
-    """A list, or (the file store's first read of a thread) rows decoded when first read."""
-    msg_ids: set[str] = field(default_factory=set)
-    call_ids: set[str] = field(default_factory=set)
-    batches: list[CommittedBatch] = field(default_factory=list)
-    state: dict[StoreKey, Any] = field(default_factory=dict)
-    version: int = 0
-    parked: ParkedRun | None = None
-    run_ids: list[str] = field(default_factory=list)
-    latest_run_id: str | None = None
-    updated_at: float = 0.0
+    # A plain class, not a dataclass: generating a dataclass's methods at import costs
+    # more than a short run itself (see tests/runtime/test_working_import.py).
+    __slots__ = (
+        "batches",
+        "call_ids",
+        "latest_run_id",
+        "messages",
+        "msg_ids",
+        "parked",
+        "run_ids",
+        "state",
+        "thread_id",
+        "updated_at",
+        "version",
+    )
+
+    def __init__(self, thread_id: str) -> None:
+        self.thread_id = thread_id
+        self.messages: list[Message] | StoredMessages = []
+        """A list, or (the file store's first read of a thread) rows decoded when first read."""
+        self.msg_ids: set[str] = set()
+        self.call_ids: set[str] = set()
+        self.batches: list[CommittedBatch] = []
+        self.state: dict[StoreKey, Any] = {}
+        self.version = 0
+        self.parked: ParkedRun | None = None
+        self.run_ids: list[str] = []
+        self.latest_run_id: str | None = None
+        self.updated_at = 0.0
 
     def check(self, expected_version: int, messages: Sequence[Message]) -> None:
         """Raise unless the thread is at ``expected_version`` and ``messages`` may follow."""
@@ -156,12 +174,14 @@ def persistent(batches: Iterable[CommittedBatch]) -> list[CommittedBatch]:
     return [kept for b in batches if (kept := persistent_batch(b)) is not None]
 
 
-@dataclass(slots=True)
 class Prepared:
     """A validated commit, ready to apply."""
 
-    batches: list[CommittedBatch]
-    record: RunRecord | None
+    __slots__ = ("batches", "record")
+
+    def __init__(self, batches: list[CommittedBatch], record: RunRecord | None) -> None:
+        self.batches = batches
+        self.record = record
 
 
 class Core:
@@ -266,6 +286,8 @@ class Core:
 
     def info(self, thread_id: str) -> ThreadInfo:
         """The listing entry of a stored thread."""
+        from ._records import ThreadInfo  # listings, configs and pruning load their records
+
         t = self.threads[thread_id]
         return ThreadInfo(
             thread_id=thread_id,
@@ -296,6 +318,8 @@ class Core:
 
     def next_config(self, agent_id: str, config: dict[str, Any], note: str) -> ConfigVersion:
         """The version a publish of ``config`` would create."""
+        from ._records import ConfigVersion
+
         versions = self.configs.get(agent_id)
         number = versions[-1].version + 1 if versions else 1
         return ConfigVersion(agent_id=agent_id, version=number, config=config, note=note)
@@ -337,6 +361,8 @@ class Core:
 
     def prune(self, cut: datetime) -> tuple[PruneReport, set[str]]:
         """Remove superseded data older than ``cut``; also returns the touched thread ids."""
+        from ._records import PruneReport
+
         report = PruneReport()
         touched: set[str] = set()
         live = {t.latest_run_id for t in self.threads.values()}

@@ -39,7 +39,8 @@ from ._file_io import FileIO
 from ._file_leases import LeaseLog
 from ._file_mirror import FileMirror
 from ._memory import config_dict, find_config, page
-from ._ports import ConfigVersion, Lease, Page, PruneReport, StreamEvent, ThreadInfo, cutoff
+from ._ports import Lease, cutoff
+from ._records import ConfigVersion, Page, PruneReport, StreamEvent, ThreadInfo
 from ._thread_store import RunRecord, ScopeBinding, ThreadSnapshot
 
 __all__ = ["FileStore"]

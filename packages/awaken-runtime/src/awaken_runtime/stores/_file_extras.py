@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from ._errors import StoreCorrupt
 from ._file_mirror import FileMirror
 from ._jsonl import read_lines
-from ._ports import PruneReport, StreamEvent
+from ._records import PruneReport, StreamEvent
 
 __all__ = ["prune_files", "read_event_log"]
 

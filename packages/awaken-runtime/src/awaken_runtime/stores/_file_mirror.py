@@ -35,7 +35,7 @@ from ._errors import StoreCorrupt, StoreIOError
 from ._file_lines import frame, parse_line
 from ._gc import no_gc
 from ._jsonl import append_line, atomic_write, exclusive, fsync_dir, read_lines, truncate_to
-from ._ports import ConfigVersion
+from ._records import ConfigVersion
 from ._rows import decode_rows
 from ._thread_store import RunRecord, ScopeBinding
 

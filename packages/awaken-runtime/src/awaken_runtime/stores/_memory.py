@@ -6,7 +6,7 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
@@ -15,22 +15,19 @@ from ..state._engine import Command, CommittedBatch, Scope, StoreKey
 from ..suspension._suspension import ParkedRun
 from ._core import Core
 from ._errors import ConfigNotFound
-from ._ports import (
-    ConfigVersion,
-    Lease,
-    Page,
-    PruneReport,
-    StreamEvent,
-    ThreadInfo,
-    cutoff,
-)
+from ._ports import Lease, cutoff
 from ._thread_store import RunRecord, ScopeBinding, ThreadSnapshot
+
+if TYPE_CHECKING:
+    from ._records import ConfigVersion, Page, PruneReport, StreamEvent, ThreadInfo
 
 __all__ = ["InMemoryStore", "config_dict", "page"]
 
 
 def page(items: Sequence[Any], after: int, limit: int) -> Page[Any]:
     """The page of ``items`` (1-based seqs) after ``after``."""
+    from ._records import Page  # a run never pages: the records load with the first read
+
     after = max(after, 0)
     chunk = list(items[after : after + max(limit, 0)])
     return Page(chunk, after + len(chunk), after + len(chunk) < len(items))

@@ -1,4 +1,4 @@
-"""The store ports beyond the loop's ``ThreadStore`` (SPEC 3.11), and their data types.
+"""The store ports beyond the loop's ``ThreadStore`` (SPEC 3.11); their records: ``_records``.
 
 A backend implements the ports it needs; the built-in backends implement all
 of them (:class:`FullStore`). Each port is a separate ``Protocol`` so a
@@ -8,83 +8,31 @@ third-party backend can offer, say, only commits and loads.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from ..messages._message import Message
 from ..state._engine import Command, CommittedBatch, Scope
 from ._thread_store import RunRecord, ThreadStore
 
+if TYPE_CHECKING:
+    from ._records import ConfigVersion, Page, PruneReport, StreamEvent, ThreadInfo
+
 __all__ = [
     "CheckpointReader",
     "ConfigRegistry",
-    "ConfigVersion",
     "FullStore",
     "Lease",
     "LeaseStore",
-    "Page",
     "ProfileStore",
-    "PruneReport",
     "Retention",
     "RunStore",
     "StreamCheckpointStore",
-    "StreamEvent",
     "ThreadAdmin",
-    "ThreadInfo",
+    "cutoff",
 ]
-
-T = TypeVar("T")
-
-
-def utcnow() -> datetime:
-    """The current time, timezone-aware (UTC)."""
-    return datetime.now(UTC)
-
-
-@dataclass(slots=True)
-class Page(Generic[T]):
-    """One page of a cursor read: items with their 1-based sequence numbers."""
-
-    items: list[T]
-    cursor: int
-    """Pass as ``after`` to read the next page (the seq of the last item)."""
-    more: bool
-    """Whether items after ``cursor`` exist."""
-
-
-class ThreadInfo(BaseModel):
-    """A listed thread: identity, size and status, without its messages."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
-    thread_id: str
-    version: int
-    messages: int
-    updated_at: datetime
-    parked: bool = False
-    latest_run_id: str | None = None
-
-
-class StreamEvent(BaseModel):
-    """One entry of a run's event log (an ``AgentEvent`` as JSON data)."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
-    seq: int = Field(ge=1)
-    data: dict[str, Any]
-    at: datetime = Field(default_factory=utcnow)
-
-
-class ConfigVersion(BaseModel):
-    """One published version of an agent config."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
-    agent_id: str
-    version: int
-    config: dict[str, Any]
-    published_at: datetime = Field(default_factory=utcnow)
-    note: str = ""
 
 
 class Lease(BaseModel):
@@ -97,19 +45,6 @@ class Lease(BaseModel):
     """Changes on every acquire: a stolen lease cannot be renewed by its old holder."""
     expires_at: float
     """Wall-clock expiry (``time.time()`` seconds)."""
-
-
-@dataclass(slots=True)
-class PruneReport:
-    """What :meth:`Retention.prune` removed."""
-
-    events: int = 0
-    """Stream events removed."""
-    runs: int = 0
-    """Superseded run records removed."""
-    configs: int = 0
-    """Superseded config versions removed."""
-    details: list[str] = field(default_factory=list)
 
 
 @runtime_checkable
@@ -261,4 +196,4 @@ class FullStore(
 
 def cutoff(older_than: datetime | timedelta) -> datetime:
     """The absolute time a retention bound stands for."""
-    return utcnow() - older_than if isinstance(older_than, timedelta) else older_than
+    return datetime.now(UTC) - older_than if isinstance(older_than, timedelta) else older_than

@@ -29,7 +29,8 @@ from . import _sqlite_extras as extras
 from ._core import merge_run, persistent
 from ._errors import LeaseLost, StoreIOError
 from ._memory import config_dict, find_config
-from ._ports import ConfigVersion, Lease, Page, PruneReport, StreamEvent, ThreadInfo, cutoff
+from ._ports import Lease, cutoff
+from ._records import ConfigVersion, Page, PruneReport, StreamEvent, ThreadInfo
 from ._rows import decode_one, decode_rows
 from ._sqlite_io import SQLiteIO
 from ._sqlite_load import MESSAGES, MessageCache, load_thread

@@ -16,7 +16,8 @@ from typing import Any
 
 from ..suspension._suspension import ThreadBusy
 from ._core import check_event_seqs
-from ._ports import ConfigVersion, Lease, PruneReport, StreamEvent
+from ._ports import Lease
+from ._records import ConfigVersion, PruneReport, StreamEvent
 
 __all__ = [
     "acquire_lease",

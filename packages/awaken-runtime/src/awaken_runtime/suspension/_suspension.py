@@ -1,4 +1,4 @@
-"""Suspension and resume: tickets, decisions and the parked-run record.
+"""Suspension and resume: tickets and the parked-run record (decisions: ``_decisions``).
 
 A gate (``Suspend``/``Schedule``) or a tool (``raise SuspendCall(...)``) can
 park a tool call. The loop first runs every other call of the step, commits,
@@ -14,25 +14,19 @@ import hashlib
 import hmac
 import json
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field
 
 from .._defaults import new_list
 from .._errors import AwakenError
 from ..messages._message import Message, ToolCall
 from ..models._model import TokenUsage
-from ..plugins._gates import AwaitReason
+from ..plugins._await import AwaitReason
 
 __all__ = [
     "ANSWER_TO_TOOL",
-    "Approve",
-    "Decision",
-    "Deny",
     "ParkedRun",
-    "Remember",
-    "Replay",
-    "Respond",
     "ResumeRejected",
     "ResumeTicket",
     "SuspendCall",
@@ -131,59 +125,6 @@ class ResumeTicket(BaseModel):
     def is_expired(self, now: datetime | None = None) -> bool:
         """Whether the deadline has passed."""
         return self.deadline is not None and (now or datetime.now(UTC)) > self.deadline
-
-
-Remember = Literal["once", "thread", "profile"]
-"""How far a decision reaches: this call only, this thread, or this profile.
-
-The runtime applies the decision to its call; plugins that gate calls (the
-permissions extension) read ``remember`` from the decision they are shown
-(``PhaseContext.decision``) and record a rule for the wider scope.
-"""
-
-
-class Approve(BaseModel):
-    """Run the parked call (gates still apply, but none can suspend it again)."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
-    kind: Literal["approve"] = "approve"
-    remember: Remember = "once"
-    by: str | None = None
-    """Who decided (for audit trails)."""
-
-
-class Deny(BaseModel):
-    """Do not run the call; the model sees ``reason`` as an error result."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
-    kind: Literal["deny"] = "deny"
-    reason: str = "denied by the user"
-    remember: Remember = "once"
-    by: str | None = None
-    """Who decided (for audit trails)."""
-
-
-class Respond(BaseModel):
-    """Use ``value`` as the call's result without running the tool."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
-    kind: Literal["respond"] = "respond"
-    value: Any
-
-
-class Replay(BaseModel):
-    """Run the call with new ``arguments`` (through every gate again)."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
-    kind: Literal["replay"] = "replay"
-    arguments: dict[str, Any]
-
-
-Decision: TypeAlias = Annotated[Approve | Deny | Respond | Replay, Field(discriminator="kind")]
-"""A human's (or system's) answer to one ticket; JSON form: ``{"kind": "approve"}``."""
-
-decision_adapter: TypeAdapter[Decision] = TypeAdapter(Decision, config=ConfigDict(defer_build=True))
-"""Validates a decision given as an object, a dict or JSON text."""
 
 
 class ParkedRun(BaseModel):
