@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .._lazy import LazyModule
 from ..lifecycle._failures import Cancelled, ProviderFailure
 from ..messages._message import Message, ToolCall
 from ..messages._transcript import KeepAll
@@ -30,6 +31,11 @@ from ._provider_failure import filtered, provider_failure
 from ._request import CONTEXT_COOLDOWNS, ReplacedContent
 from ._run_context import RunContext
 from ._signals import End, fail, interrupted
+
+if TYPE_CHECKING:
+    from ..lifecycle import _events as events
+else:  # runs nobody listens to never load the event classes (see _lazy.py)
+    events = LazyModule("awaken_runtime.lifecycle._events")
 
 __all__ = ["Inference"]
 
@@ -128,8 +134,6 @@ class Inference:
         ctx = self.ctx
         response: InferenceResponse | None = None
         emit = ctx.emit
-        if emit is not None:
-            from ..lifecycle._events import TextDelta  # runs nobody listens to never load events
         model = ctx.model
         token = ctx.cancel
         observation = ctx.observation
@@ -140,7 +144,7 @@ class Inference:
                 if isinstance(item, StreamDelta):
                     if emit is not None:
                         emit(
-                            TextDelta(
+                            events.TextDelta(
                                 seq=ctx.next_seq(),
                                 run_id=ctx.run_id,
                                 channel=item.channel,

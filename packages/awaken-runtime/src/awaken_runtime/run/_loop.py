@@ -17,6 +17,7 @@ from time import time as _clock
 from typing import TYPE_CHECKING
 
 from .._errors import CapabilityBoundError, VersionConflict
+from .._lazy import LazyModule
 from ..lifecycle._failures import (
     Cancelled,
     EndCause,
@@ -55,8 +56,11 @@ from ._wake import seed_actions
 
 if TYPE_CHECKING:
     from ..agents._resolve import ResolvedAgent
+    from ..lifecycle import _events as events
     from ..lifecycle._observer import Leg
     from ..stores._thread_store import ScopeBinding, ThreadStore
+else:  # runs nobody listens to never load the event classes (see _lazy.py)
+    events = LazyModule("awaken_runtime.lifecycle._events")
 
 __all__ = ["AgentLoop"]
 
@@ -110,9 +114,7 @@ class AgentLoop:
         if stop is not None:
             stop.start_step()
         if ctx.emit is not None:
-            from ..lifecycle._events import StepStart  # runs nobody listens to never load events
-
-            ctx.emit(StepStart(seq=ctx.next_seq(), run_id=ctx.run_id, step=ctx.step))
+            ctx.emit(events.StepStart(seq=ctx.next_seq(), run_id=ctx.run_id, step=ctx.step))
         if not phases.idle(_STEP_START):
             await phases.phase(_STEP_START)
             # Without StepStart work nothing ran since the boundary that ended
@@ -207,10 +209,8 @@ class AgentLoop:
         ctx.open_step = False
         ctx.resumed = False
         if ctx.emit is not None:
-            from ..lifecycle._events import StepEnd
-
             ctx.emit(
-                StepEnd(
+                events.StepEnd(
                     seq=ctx.next_seq(),
                     run_id=ctx.run_id,
                     step=ctx.step,
@@ -269,10 +269,8 @@ class AgentLoop:
 
             observe_start(ctx, ctx.observer, leg, tickets)
         if ctx.emit is not None:
-            from ..lifecycle._events import RunStart
-
             ctx.emit(
-                RunStart(
+                events.RunStart(
                     seq=ctx.next_seq(),
                     run_id=ctx.run_id,
                     thread_id=ctx.binding.thread_id,

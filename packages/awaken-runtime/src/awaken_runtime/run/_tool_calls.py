@@ -20,6 +20,7 @@ from time import time as _clock
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._errors import ToolError
+from .._lazy import LazyModule
 from ..lifecycle._failures import Cancelled, ToolFailure
 from ..messages._message import ContentPart, Message, ToolCall, new_id
 from ..messages._unicode import scrub_text
@@ -33,11 +34,17 @@ from ._phases import PhaseEngine
 from ._run_context import Parked, RunContext
 from ._signals import End, bind2, fail, interrupted, log
 
-# Gate decisions load with the first one: a run whose calls pass ungated never needs them.
+# Gate decisions load with the first one: a run whose calls pass ungated never needs them;
+# the event classes with the first event (see _lazy.py).
 if TYPE_CHECKING:
+    from ..lifecycle import _events as events
+    from ..plugins import _gates as decisions
     from ..plugins._gates import Block, Schedule, ShortCircuit, Suspend
 
     Decided = Block | Suspend | ShortCircuit | Schedule
+else:
+    events = LazyModule("awaken_runtime.lifecycle._events")
+    decisions = LazyModule("awaken_runtime.plugins._gates")
 
 __all__ = ["Outcome", "ToolCallExecutor"]
 
@@ -59,10 +66,8 @@ class ToolCallExecutor:
     def _emit_ready(self, call: ToolCall) -> None:
         ctx = self.ctx
         if ctx.emit is not None:
-            from ..lifecycle._events import ToolCallReady  # only listened-to runs load events
-
             ctx.emit(
-                ToolCallReady(
+                events.ToolCallReady(
                     seq=ctx.next_seq(),
                     run_id=ctx.run_id,
                     call_id=call.id,
@@ -74,10 +79,8 @@ class ToolCallExecutor:
     def _emit_done(self, call: ToolCall, content: str, outcome: Outcome) -> None:
         ctx = self.ctx
         if ctx.emit is not None:
-            from ..lifecycle._events import ToolCallDone
-
             ctx.emit(
-                ToolCallDone(
+                events.ToolCallDone(
                     seq=ctx.next_seq(),
                     run_id=ctx.run_id,
                     call_id=call.id,
@@ -117,17 +120,13 @@ class ToolCallExecutor:
         ctx = self.ctx
         known = call.name in ctx.tools
         if not known or (ctx.visible is not None and call.name not in ctx.visible):
-            from ..plugins._gates import Block
-
             if known:
-                return Block(reason=f"Tool '{call.name}' is not available at this step.")
+                return decisions.Block(reason=f"Tool '{call.name}' is not available at this step.")
             names = ", ".join(sorted(ctx.visible or ctx.tools)) or "none"
-            return Block(reason=f"Unknown tool '{call.name}'. Available tools: {names}.")
+            return decisions.Block(reason=f"Unknown tool '{call.name}'. Available tools: {names}.")
         gates = ctx.agent.gates
         if not gates:
             return None
-        from ..plugins._gates import winner
-
         calls = [
             (pid, bind2(gate, ctx.hook_context("tool_gate", pid, None, None, call), call))
             for pid, gate in gates
@@ -135,7 +134,7 @@ class ToolCallExecutor:
         results = start_all("TOOL_GATE", calls)
         if not isinstance(results, list):  # a gate suspended: the rest run concurrently
             results = await results
-        best = winner(results)
+        best = decisions.winner(results)
         if best is None:
             ctx.gate_owner = None
             return None
@@ -148,15 +147,13 @@ class ToolCallExecutor:
         Only the decision applied contributes effects: a losing one, or a Suspend
         an approval overrode, never happened.
         """
-        from ..plugins._gates import Block, Schedule, Suspend
-
         if decision.effects:
             self.phases.stage_effects(
                 self.ctx.gate_owner or call.name, decision.effects, tool=False
             )
-        if isinstance(decision, Suspend):
+        if isinstance(decision, decisions.Suspend):
             self.park(Parked(call, decision.await_reason, dict(decision.payload)))
-        elif isinstance(decision, Schedule):
+        elif isinstance(decision, decisions.Schedule):
             self.park(
                 Parked(
                     call,
@@ -165,7 +162,7 @@ class ToolCallExecutor:
                     not_before=decision.at,
                 )
             )
-        elif isinstance(decision, Block):
+        elif isinstance(decision, decisions.Block):
             await self.record(call, ToolOutput.error(decision.reason), "blocked", batch)
         else:
             owner = self.ctx.gate_owner
@@ -328,11 +325,8 @@ class ToolCallExecutor:
         # No gate, a known and visible tool: nothing to decide (and no coroutine for it).
         if agent.gates or call.name not in ctx.tools or ctx.visible is not None:
             decision = await self.gate(call)
-            if approved and decision is not None:
-                from ..plugins._gates import Schedule, Suspend
-
-                if isinstance(decision, (Suspend, Schedule)):
-                    decision = None  # a human approved this call: gates may still block it
+            if approved and isinstance(decision, (decisions.Suspend, decisions.Schedule)):
+                decision = None  # a human approved this call: gates may still block it
             if decision is not None:
                 await self._decided(call, decision, batch)
                 return
