@@ -3,7 +3,8 @@
 Layout of the store directory::
 
     LOCK                  flock'ed by every operation (processes may share the store)
-    threads/<id>.jsonl    one line per commit of the thread (compaction: one snapshot line)
+    threads/<id>.jsonl    one line per commit of the thread (compaction: one snapshot line),
+                          its messages framed last (``_file_lines.py``)
     global.jsonl          profile/shared state changes, the run index, config versions
     events/<run>.jsonl    per-run stream event logs
     leases.jsonl          lease changes, appended (compacted now and then)
@@ -13,7 +14,8 @@ run) first and its thread line second; the thread line is the commit point.
 A global line whose thread line never landed (a crash in between) is cut off
 by the next lock holder; a torn last line is cut off and logged. Each process
 keeps an in-memory mirror (:class:`~._file_mirror.FileMirror`) and reads only
-what other processes appended since, so commits and loads cost O(new data).
+what other processes appended since, so commits and loads cost O(new data);
+a thread read from its start keeps its messages undecoded until a run reads them.
 Operations run on the store's own thread (``_file_io.py``), never on the
 event loop; per-step commits of concurrent runs share one round of fsyncs.
 """
