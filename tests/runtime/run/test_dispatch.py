@@ -269,3 +269,26 @@ async def test_a_cancel_during_a_mixed_phase_ends_the_run_at_its_boundary(
     assert state.end_cause == Cancelled(), state.end_cause
     assert sorted(ran) == ["cancels", "eager", "waits"]
     assert rig.executor.calls == 0  # the step never reached inference
+
+
+@pytest.mark.parametrize("suspends", [False, True])
+async def test_a_store_corrupt_a_producer_reads_is_the_stores_failure_not_the_plugins(
+    suspends: bool,
+) -> None:
+    from awaken_runtime.stores import StoreCorrupt
+
+    async def reads_a_damaged_message() -> None:
+        if suspends:
+            await asyncio.sleep(0)
+        raise StoreCorrupt("/data/a.db", "thread 't1' message row 2 is not a valid Message")
+
+    async def buggy() -> None:
+        if suspends:
+            await asyncio.sleep(0)
+        raise ValueError("a plugin's own bug")
+
+    with pytest.raises(StoreCorrupt, match="message row 2"):
+        await call_all("BEFORE_INFERENCE", [("p", reads_a_damaged_message)])
+    with pytest.raises(End) as raised:  # any other exception is still the plugin's
+        await call_all("BEFORE_INFERENCE", [("p", buggy)])
+    assert failure(raised).plugin_id == "p" and "own bug" in failure(raised).message

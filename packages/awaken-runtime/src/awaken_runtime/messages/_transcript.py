@@ -99,7 +99,7 @@ class MessageView(Sequence[Message]):
         start, stop = self._start, self._stop
         lazy = self._lazy
         if lazy is not None and start < lazy._lo:
-            lazy._decode_from(start)
+            lazy.decode_from(start)
         # C-level either way (the executor walks every request's messages each step).
         # ``islice`` steps over the first ``start`` messages one by one: a window late in
         # a long transcript (a compacted one) is copied instead, in O(its length).
@@ -116,7 +116,7 @@ class MessageView(Sequence[Message]):
         """The messages as a new list (one C-level copy)."""
         lazy = self._lazy
         if lazy is not None and self._start < lazy._lo:
-            lazy._decode_from(self._start)
+            lazy.decode_from(self._start)
         return self._items[self._start : self._stop]
 
 
@@ -211,7 +211,7 @@ class HeadedView(JoinedView):
     def _decoded(self) -> list[Message]:
         lazy = self._lazy
         if lazy is not None and lazy._lo:
-            lazy._decode_from(0)
+            lazy.decode_from(0)
         return self._items
 
     def _at(self, index: int) -> Message:
@@ -272,13 +272,9 @@ class Transcript:
         self._last_user = self._find_last_user()
 
     def decode_from(self, start: int) -> None:
-        """Decode every stored message from ``start`` on now (what a request will send), so
-        a row that does not decode fails here (``StoreCorrupt``), not in whoever reads it."""
-        if start < self._lo:
-            self._decode_from(start)
-
-    def _decode_from(self, start: int) -> None:
-        """Decode the stored messages ``[start, _lo)``."""
+        """Decode every stored message from ``start`` on now: a request decodes what it will
+        send, so a row that does not decode fails there (``StoreCorrupt``), not in whoever
+        reads it later."""
         rows = self._rows
         lo = self._lo
         if rows is None or start >= lo:
@@ -294,8 +290,8 @@ class Transcript:
         scan decodes about what it reads, in a few calls)."""
         rows = self._rows
         if rows is not None and index < self._lo:
-            rows.reach(index)
-            self._decode_from(min(index, rows.lo))
+            rows.reach(index)  # rows.lo <= index now (other transcripts may have gone further)
+            self.decode_from(rows.lo)
 
     def _find_last_user(self) -> int:
         items = self._items

@@ -27,10 +27,11 @@ def _why(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0] if text else ''}"
 
 
-def decode_one(path: str, what: str, model: type[M], body: Any) -> M:
-    """``body`` as ``model``; ``StoreCorrupt`` naming ``what`` if it is not one."""
+def decode_one(path: str, what: str, model: type[M], body: Any, *, parsed: bool = False) -> M:
+    """``body`` (JSON text, or a parsed JSON value) as ``model``; ``StoreCorrupt`` naming
+    ``what`` if it is not one."""
     try:
-        return model.model_validate_json(body)
+        return model.model_validate(body) if parsed else model.model_validate_json(body)
     except _DECODE_ERRORS as exc:
         raise StoreCorrupt(path, f"{what} is not a valid {model.__name__} ({_why(exc)})") from None
 
@@ -48,8 +49,7 @@ def decode_rows(
     """Every body as ``model`` (``what`` names the rows, e.g. "thread 't1' message").
 
     Bodies are JSON text (all ``str`` or all ``bytes``), or (``parsed``) JSON values
-    already parsed. ``first`` is the
-    number of the first row, for the error message.
+    already parsed. ``first`` is the number of the first row, for the error message.
     """
     if not bodies:
         return []
@@ -66,13 +66,5 @@ def decode_rows(
         if len(items) == len(bodies):  # a row holding two objects would add one
             return items
     for i, body in enumerate(bodies, first):
-        if not parsed:
-            decode_one(path, f"{what} row {i}", model, body)
-            continue
-        try:
-            model.model_validate(body)
-        except _DECODE_ERRORS as exc:
-            raise StoreCorrupt(
-                path, f"{what} row {i} is not a valid {model.__name__} ({_why(exc)})"
-            ) from None
+        decode_one(path, f"{what} row {i}", model, body, parsed=parsed)
     raise StoreCorrupt(path, f"the {what} rows do not decode together")  # pragma: no cover
