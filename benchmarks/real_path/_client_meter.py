@@ -4,8 +4,10 @@
 the call and inside each streamed chunk's ``__anext__`` (and ``aclose``)
 is the client's; so is the CPU of litellm's own threads (its logging pool,
 AnyIO's workers), of the tasks litellm starts on the loop, and of what it
-runs in the loop's default executor (``install_task_meter``). ``record``
-keeps one real stream so a cell can replay it with no client work at all.
+runs in the loop's default executor (``install_task_meter``). With
+``settle`` set, the stream's end waits for those background tasks inside
+the client's window. ``record`` keeps one real stream so a cell can replay
+it with no client work at all.
 """
 
 from __future__ import annotations
@@ -78,6 +80,10 @@ class ClientMeter:
         self.client_at_start: list[float] = []
         self.body: list[dict[str, Any]] | None = None
         self.replay: list[Any] | None = None  # chunks to replay instead of calling litellm
+        # settle: at the stream's end, wait (inside the client's window) for the background
+        # tasks litellm started, so its logging does not run beside awaken's next window
+        self.settle = False
+        self.background: set[asyncio.Task[Any]] = set()
         gc.callbacks.append(self._on_gc)
 
     def _on_gc(self, phase: str, info: dict[str, Any]) -> None:
@@ -205,9 +211,12 @@ def install_task_meter(meter: ClientMeter) -> None:
 
     def factory(loop: Any, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
         code = getattr(coro, "cr_code", None)
-        if code is not None and "litellm" in code.co_filename:
-            coro = _MeteredCoroutine(coro, meter)
-        return asyncio.Task(coro, loop=loop, **kwargs)
+        if code is None or "litellm" not in code.co_filename:
+            return asyncio.Task(coro, loop=loop, **kwargs)
+        task = asyncio.Task(_MeteredCoroutine(coro, meter), loop=loop, **kwargs)
+        meter.background.add(task)
+        task.add_done_callback(meter.background.discard)
+        return task
 
     asyncio.get_running_loop().set_task_factory(factory)
 
@@ -256,7 +265,13 @@ class _TimedStream:
         start = time.thread_time()
         self._meter.inside = True
         try:
-            return await self._iter.__anext__()
+            try:
+                return await self._iter.__anext__()
+            except StopAsyncIteration:
+                if self._meter.settle:
+                    while self._meter.background:
+                        await asyncio.gather(*self._meter.background, return_exceptions=True)
+                raise
         finally:
             self._meter.inside = False
             self._meter.client += time.thread_time() - start
@@ -268,6 +283,12 @@ class _TimedStream:
         try:
             if close is not None:
                 await close()
+            # the bound method holds litellm's stream: freeing it here keeps the free (its
+            # logging record, the copies of the messages) inside the client's window
+            close = None
+            if self._meter.settle:
+                while self._meter.background:
+                    await asyncio.gather(*self._meter.background, return_exceptions=True)
             self._inner = self._iter = None  # freeing litellm's response is its work too
         finally:
             self._meter.inside = False
