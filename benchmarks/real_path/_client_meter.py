@@ -7,7 +7,7 @@ AnyIO's workers), of the tasks litellm starts on the loop, and of what it
 runs in the loop's default executor (``install_task_meter``). With
 ``settle`` set, the stream's end waits for those background tasks inside
 the client's window. ``record`` keeps one real stream so a cell can replay
-it with no client work at all.
+it with no client work at all (``evict``: after sweeping the caches).
 """
 
 from __future__ import annotations
@@ -80,6 +80,9 @@ class ClientMeter:
         self.client_at_start: list[float] = []
         self.body: list[dict[str, Any]] | None = None
         self.replay: list[Any] | None = None  # chunks to replay instead of calling litellm
+        # evict: a replayed call first sweeps a buffer larger than the last-level cache,
+        # leaving awaken's next window cold as a real request's passage does
+        self.evict = False
         # settle: at the stream's end, wait (inside the client's window) for the background
         # tasks litellm started, so its logging does not run beside awaken's next window
         self.settle = False
@@ -123,7 +126,10 @@ class ClientMeter:
             meter.body = kwargs.get("messages")
             meter.inside = True
             try:
-                response = _Replay(meter.replay) if meter.replay else await real(**kwargs)
+                if meter.replay:
+                    response = _Replay(meter.replay, evict=meter.evict)
+                else:
+                    response = await real(**kwargs)
             finally:
                 meter.inside = False
             meter.client += time.thread_time() - start
@@ -221,11 +227,20 @@ def install_task_meter(meter: ClientMeter) -> None:
     asyncio.get_running_loop().set_task_factory(factory)
 
 
-class _Replay:
-    """A recorded litellm stream, replayed: the client does no work at all."""
+_SWEPT: list[bytearray] = []
+_SWEEP_BYTES = 48 * 1024 * 1024  # copied into another as large: 3x this machine's L3
 
-    def __init__(self, chunks: list[Any]) -> None:
+
+class _Replay:
+    """A recorded litellm stream, replayed: the client does no work at all (``evict``: but
+    the caches are swept first)."""
+
+    def __init__(self, chunks: list[Any], *, evict: bool = False) -> None:
         self._chunks = iter(chunks)
+        if evict:
+            if not _SWEPT:
+                _SWEPT.extend((bytearray(_SWEEP_BYTES), bytearray(b"x" * _SWEEP_BYTES)))
+            _SWEPT[0][:] = _SWEPT[1]  # memory the caches then hold instead of awaken's
 
     def __aiter__(self) -> _Replay:
         return self

@@ -38,18 +38,22 @@ copy the request's messages (10,000 of them) on a worker thread and so run
 beside awaken's next window, on the shared cores; settled, they do not.
 ``replayed us/step`` runs the same cell with ``litellm.acompletion``
 replaced by a replay of one recorded stream: awaken's step with no client
-work at all. Side by side they split what grows with history in awaken's
-figure: the client's work beside it (real minus settled), what the client's
-passage leaves behind (settled minus replayed; awaken's windows take no
-more page faults or context switches there at 10,000 messages than at 0,
-so colder caches are the likely rest) and awaken's own (replayed).
+work at all; ``swept us/step`` replays too, but each replayed call first
+copies a buffer several times the last-level cache, so awaken's next window
+starts as cold as after a real request. Side by side they split what grows
+with history in awaken's figure: the client's work beside it (real minus
+settled), what the client's passage leaves behind (settled minus replayed:
+awaken's windows take no more page faults or context switches at 10,000
+messages than at 0, but a large request evicts their working set, which a
+small one leaves partly cached) and awaken's own, warm (replayed) and cold
+(swept).
 
 Cells run interleaved (each real cell followed by its settled run and its
-replay), 7 rounds of S=10 and 3 of S=100; the median round is reported. At
+two replays), 7 rounds of S=10 and 3 of S=100; the median round is reported. At
 S=10 one of the nine measured intervals holds the run's first step (what a
 run does once, on its first step, is spread over fewer steps). Checks: at
 10,000 messages awaken's CPU per step is within 1.5x of 0 messages, with
-the real client, settled and replayed.
+the real client, settled, replayed and swept.
 """
 
 from __future__ import annotations
@@ -229,8 +233,12 @@ async def _main(quick: bool) -> tuple[list[list[Any]], list[tuple[str, bool]]]:
                         meter.settle = False
                         meter.replay = chunks
                         replayed = await _cell(store, base, meter, h, s, r + 2 * rounds)
-                        meter.replay = None
-                        samples.setdefault((h, s), []).append([*cell, settled[0], replayed[0]])
+                        meter.evict = True
+                        cold = await _cell(store, base, meter, h, s, r + 3 * rounds)
+                        meter.replay, meter.evict = None, False
+                        samples.setdefault((h, s), []).append(
+                            [*cell, settled[0], replayed[0], cold[0]]
+                        )
             await store.close()
     finally:
         proc.kill()
@@ -239,11 +247,13 @@ async def _main(quick: bool) -> tuple[list[list[Any]], list[tuple[str, bool]]]:
     awaken: dict[tuple[int, int], float] = {}
     settled: dict[tuple[int, int], float] = {}
     own: dict[tuple[int, int], float] = {}
+    cold: dict[tuple[int, int], float] = {}
     for (h, s), cells in sorted(samples.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         median = [statistics.median(col) for col in zip(*cells, strict=True)]
         awaken[h, s] = median[0]
-        settled[h, s] = median[-2]
-        own[h, s] = median[-1]
+        settled[h, s] = median[-3]
+        own[h, s] = median[-2]
+        cold[h, s] = median[-1]
         rows.append([h, s, *median])
     checks = []
     for s in steps:
@@ -259,18 +269,20 @@ async def _main(quick: bool) -> tuple[list[list[Any]], list[tuple[str, bool]]]:
                 ratio <= 1.5,
             )
         )
-        ratio = own[10_000, s] / own[0, s]
-        checks.append(
-            (
-                f"S={s}: awaken CPU/step with the client replayed at 10,000 <= 1.5x at 0 "
-                f"({ratio:.2f}x)",
-                ratio <= 1.5,
+        for name, figures in (("replayed", own), ("replayed, caches swept", cold)):
+            ratio = figures[10_000, s] / figures[0, s]
+            checks.append(
+                (
+                    f"S={s}: awaken CPU/step with the client {name} at 10,000 <= 1.5x at 0 "
+                    f"({ratio:.2f}x)",
+                    ratio <= 1.5,
+                )
             )
-        )
     for row in rows:
         row.append(awaken[row[0], row[1]] / awaken[0, row[1]])
         row.append(settled[row[0], row[1]] / settled[0, row[1]])
         row.append(own[row[0], row[1]] / own[0, row[1]])
+        row.append(cold[row[0], row[1]] / cold[0, row[1]])
     return rows, checks
 
 
@@ -293,9 +305,11 @@ def main() -> None:
             "run start ms",
             "settled us/step",
             "replayed us/step",
+            "swept us/step",
             "awaken vs 0",
             "settled vs 0",
             "replayed vs 0",
+            "swept vs 0",
         ],
         rows=rows,
         checks=checks,
@@ -313,6 +327,9 @@ def main() -> None:
             "replayed = awaken's CPU per step in the same cell with litellm.acompletion replaced "
             "by a replay of one recorded stream of the server (no client work, no server; the "
             "replayed call id repeats, so the runtime renames it every step)",
+            "swept = replayed, with the caches swept (a 48 MB buffer copied into another) "
+            "inside each replayed call: awaken's next window starts cold, as after a real "
+            "request",
         ],
     )
 
