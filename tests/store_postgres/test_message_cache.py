@@ -3,7 +3,7 @@
 A load after the first fetches only rows appended since; any other change to
 the kept rows (a hand edit or delete, the thread deleted and re-created by
 another worker, rows rewritten with triggers off, as a restore does) makes
-the next load decode the thread again.
+the next load fetch the thread again (each row decoded when first read).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import psycopg
 import pytest
 
 from awaken_runtime import Message, ScopeBinding, ToolCall
+from awaken_runtime.stores import StoreCorrupt
 from awaken_store_postgres import PostgresStore
 from awaken_store_postgres._schema import migrate
 
@@ -66,8 +67,9 @@ async def test_a_kept_row_damaged_later_is_an_error(
 ) -> None:
     await _cached(store)
     _sql(dsn, schema, """UPDATE messages SET body='{"role": "wizard"}' WHERE seq=2""")
-    with pytest.raises(ValueError, match="wizard"):
-        await store.load(B)
+    snap = await store.load(B)  # the thread is fetched again, each row decoded when first read
+    with pytest.raises(StoreCorrupt, match="thread 't1' message row 2"):
+        list(snap.messages)
 
 
 async def test_a_deleted_kept_row_is_seen(store: PostgresStore, dsn: str, schema: str) -> None:

@@ -17,7 +17,13 @@ from awaken_runtime import (
     ScopeBinding,
     ThreadSnapshot,
 )
-from awaken_runtime.stores import DuplicateMessageId, Page, StoreIOError, ThreadInfo
+from awaken_runtime.stores import (
+    DuplicateMessageId,
+    Page,
+    StoreIOError,
+    ThreadInfo,
+    decode_message_rows,
+)
 
 from ._commit import commit_thread, duplicate_id, stored_run
 from ._extras import PostgresExtras
@@ -88,7 +94,7 @@ class PostgresStore(PostgresExtras):
             await load_scopes(conn, owners if loaded is not None else owners[1:], state)
         if loaded is None:
             return ThreadSnapshot(tid, [], state, 0)
-        messages, call_ids = self._messages.decode(tid, loaded)
+        messages, call_ids = self._messages.decode(self.db.where, tid, loaded)
         return ThreadSnapshot(
             tid,
             messages,
@@ -141,7 +147,8 @@ class PostgresStore(PostgresExtras):
         """Messages with seq > ``after`` (seq is the 1-based position in the thread)."""
         after = max(after, 0)
         bodies = await self._page("messages", thread_id, after, limit)
-        items = [Message.model_validate_json(b) for b in bodies[:limit]]
+        what = f"thread {thread_id!r} message"
+        items = decode_message_rows(self.db.where, what, bodies[:limit], after + 1)
         return Page(items, after + len(items), len(bodies) > limit)
 
     async def read_batches(

@@ -15,7 +15,9 @@ long a crashed run keeps its thread locked. The CLI reads ``--store`` or
 ``AWAKEN_STORE``. Third-party backends are checked with the
 ``awaken-store-conformance`` pytest plugin; a database backend can keep the
 threads it decoded with :class:`KeptThreads`, as the SQLite one does, and hand out
-its rows undecoded as :class:`StoredMessages` (each decoded when a run first reads it).
+its rows undecoded as :class:`StoredMessages` (each decoded when a run first reads it),
+decoding them with :func:`decode_message_rows` (a damaged row is ``StoreCorrupt``
+naming it).
 """
 
 from __future__ import annotations
@@ -73,6 +75,7 @@ _LAZY = {
     "KeptThreads": "._kept",
     "SQLiteStore": "._sqlite",
     "SCHEMA_VERSION": "._sqlite_schema",
+    "decode_message_rows": "._rows",
     "STORE_ENV": "._url",
     "STORE_GROUP": "._url",
     "default_store_url": "._url",
@@ -93,6 +96,7 @@ if TYPE_CHECKING:
     from ._file import FileStore
     from ._kept import KeptThread, KeptThreads
     from ._records import ConfigVersion, Page, PruneReport, StreamEvent, ThreadInfo
+    from ._rows import decode_message_rows
     from ._sqlite import SQLiteStore
     from ._sqlite_schema import SCHEMA_VERSION
     from ._url import STORE_ENV, STORE_GROUP, default_store_url, open_store
@@ -139,6 +143,7 @@ __all__ = [
     "ThreadSnapshot",
     "ThreadStore",
     "UnmatchedToolResult",
+    "decode_message_rows",
     "default_store_url",
     "hold_lease",
     "new_holder",

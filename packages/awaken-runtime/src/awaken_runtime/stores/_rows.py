@@ -3,6 +3,8 @@
 
 Rows are trusted on the fast path (one validation call for a whole list);
 only when that fails is each row decoded on its own, to name the bad one.
+``decode_message_rows`` (public in ``awaken_runtime.stores``) is the message
+case, for a third-party backend's loader and ``StoredMessages`` decoder.
 """
 
 from __future__ import annotations
@@ -12,9 +14,14 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, TypeAdapter
 
+from ..messages._message import Message
 from ._errors import StoreCorrupt
+from ._gc import no_gc
 
-__all__ = ["decode_one", "decode_rows"]
+__all__ = ["MESSAGES", "decode_message_rows", "decode_one", "decode_rows"]
+
+MESSAGES = TypeAdapter(list[Message])
+"""One adapter for every store's message rows (building one costs milliseconds)."""
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -68,3 +75,21 @@ def decode_rows(
     for i, body in enumerate(bodies, first):
         decode_one(path, f"{what} row {i}", model, body, parsed=parsed)
     raise StoreCorrupt(path, f"the {what} rows do not decode together")  # pragma: no cover
+
+
+def decode_message_rows(
+    where: str, what: str, bodies: Sequence[str | bytes], first: int = 1
+) -> list[Message]:
+    """Stored message rows (JSON text, all ``str`` or all ``bytes``) as messages.
+
+    A row that is not a message raises :class:`StoreCorrupt` for ``where`` (the
+    store's file or database) naming ``what`` and the row's number, counting
+    from ``first``: ``decode_message_rows("db", "thread 't1' message", rows, 5)``
+    names a bad third row "thread 't1' message row 7", never a raw pydantic or
+    JSON error. All the rows are validated in one call unless one is bad. A
+    database backend can hand out ``StoredMessages.lazy(rows, decode)`` with
+    ``decode(rows, i)`` calling this with ``first=i + 1``.
+    """
+    # Decoding allocates many objects and no cycles: collections would find nothing.
+    with no_gc():
+        return decode_rows(where, what, MESSAGES, Message, bodies, first)

@@ -22,8 +22,6 @@ from functools import partial
 from operator import itemgetter
 from typing import Any
 
-from pydantic import TypeAdapter
-
 from ..messages._message import Message
 from ..messages._stored import StoredMessages
 from ..state._engine import Scope, StoreKey
@@ -31,13 +29,12 @@ from ..suspension._suspension import ParkedRun
 from ._errors import StoreCorrupt
 from ._gc import no_gc
 from ._kept import KeptThread, KeptThreads
-from ._rows import decode_one, decode_rows
+from ._rows import MESSAGES, decode_one, decode_rows
 from ._sqlite_ops import load_scope
 from ._thread_store import RunRecord, ScopeBinding, ThreadSnapshot
 
 __all__ = ["MESSAGES", "MessageCache", "load_thread"]
 
-MESSAGES = TypeAdapter(list[Message])
 _FIRST = itemgetter(0)
 
 
