@@ -1,11 +1,13 @@
-"""``decode_message_rows``: stored rows as messages; a bad row is ``StoreCorrupt`` naming it."""
+"""``decode_message_rows`` and ``decode_stored_row``: stored rows as messages or records;
+a bad row is ``StoreCorrupt`` naming it."""
 
 from __future__ import annotations
 
 import pytest
 
-from awaken_runtime import Message
-from awaken_runtime.stores import StoreCorrupt, decode_message_rows
+from awaken_runtime import Message, RunRecord
+from awaken_runtime.stores import StoreCorrupt, decode_message_rows, decode_stored_row
+from awaken_store_conformance import run_record
 
 
 def test_rows_decode_in_order_from_text_or_bytes() -> None:
@@ -32,3 +34,19 @@ def test_two_objects_in_one_row_are_not_two_messages() -> None:
     good = Message.user("ok").model_dump_json()
     with pytest.raises(StoreCorrupt, match="message row 1"):
         decode_message_rows("db", "message", [f"{good},{good}"])
+
+
+def test_one_stored_row_decodes_from_text_or_bytes() -> None:
+    record = run_record("r1", "t1")
+    body = record.model_dump_json()
+    assert decode_stored_row("db", "run 'r1' record", RunRecord, body) == record
+    assert decode_stored_row("db", "run 'r1' record", RunRecord, body.encode()) == record
+
+
+@pytest.mark.parametrize("body", ['{"run_id": 1}', "not json at all", "[]", "{}", b"\xff"])
+def test_a_bad_stored_row_is_corrupt_naming_where_and_what(body: str | bytes) -> None:
+    with pytest.raises(StoreCorrupt) as info:
+        decode_stored_row("my.db", "run 'r1' record", RunRecord, body)
+    assert info.value.path == "my.db"
+    assert info.value.detail.startswith("run 'r1' record is not a valid RunRecord (")
+    assert info.value.__cause__ is None  # the pydantic error is summarised, not chained

@@ -24,7 +24,7 @@ from awaken_runtime import (
     ScopeBinding,
     VersionConflict,
 )
-from awaken_runtime.stores import UnmatchedToolResult
+from awaken_runtime.stores import UnmatchedToolResult, decode_stored_row
 
 from ._rules import kept_batches, merged_run, unresolved_calls
 from ._state_sql import Conn, apply_command
@@ -59,15 +59,18 @@ _RUN = (
 )
 
 
-async def stored_run(conn: Conn, run_id: str) -> RunRecord | None:
-    """The stored record of ``run_id``."""
+async def stored_run(conn: Conn, where: str, run_id: str) -> RunRecord | None:
+    """The stored record of ``run_id``; ``StoreCorrupt`` (for ``where``) if it is damaged."""
     cur = await conn.execute(_GET_RUN, (run_id,))
     row = await cur.fetchone()
-    return RunRecord.model_validate_json(row[0]) if row is not None else None
+    if row is None:
+        return None
+    return decode_stored_row(where, f"run {run_id!r} record", RunRecord, row[0])
 
 
 async def commit_thread(
     conn: Conn,
+    where: str,
     binding: ScopeBinding,
     expected_version: int,
     messages: Sequence[Message],
@@ -79,7 +82,9 @@ async def commit_thread(
 
     Returns the new version. A message id the thread already has makes the
     insert fail with a unique violation (``messages_by_id``), which the
-    caller turns into ``DuplicateMessageId``.
+    caller turns into ``DuplicateMessageId``. A damaged stored record of the
+    run is ``StoreCorrupt`` (``where`` names the database), raised before any
+    write, so the caller's transaction rolls back with nothing written.
     """
     tid = binding.thread_id
     earlier_calls = unresolved_calls(tid, messages)
@@ -113,7 +118,10 @@ async def commit_thread(
     record = None
     if run_record is not None and old_run is not None:
         stored = await old_run.fetchone()
-        before = RunRecord.model_validate_json(stored[0]) if stored is not None else None
+        before = None
+        if stored is not None:
+            what = f"run {run_record.run_id!r} record"
+            before = decode_stored_row(where, what, RunRecord, stored[0])
         record = merged_run(tid, before, run_record)
     # Round trip 2 (with the caller's COMMIT): the writes.
     if messages:

@@ -12,7 +12,14 @@ import psycopg
 from pydantic import BaseModel
 
 from awaken_runtime import Command, Scope, ThreadBusy
-from awaken_runtime.stores import ConfigVersion, Lease, LeaseLost, PruneReport, StreamEvent
+from awaken_runtime.stores import (
+    ConfigVersion,
+    Lease,
+    LeaseLost,
+    PruneReport,
+    StreamEvent,
+    decode_stored_row,
+)
 
 from ._rules import config_data, pick_config
 from ._state_sql import apply_command, load_scopes
@@ -74,10 +81,15 @@ class PostgresExtras:
         """Events of ``run_id`` with seq > ``after``."""
         async with self.db.tx(f"read events of run {run_id!r} from", write=False) as conn:
             cur = await conn.execute(
-                "SELECT body FROM events WHERE run_id=%s AND seq>%s ORDER BY seq LIMIT %s",
+                "SELECT seq, body FROM events WHERE run_id=%s AND seq>%s ORDER BY seq LIMIT %s",
                 (run_id, after, limit),
             )
-            return [StreamEvent.model_validate_json(r[0]) for r in await cur.fetchall()]
+            rows = await cur.fetchall()
+        # Named by the row's seq column (event seqs need not be 1, 2, 3...).
+        return [
+            decode_stored_row(self.db.where, f"run {run_id!r} event seq {seq}", StreamEvent, body)
+            for seq, body in rows
+        ]
 
     def tail_events(
         self, run_id: str, after: int = 0, *, until_finish: bool = True, idle: float = 5.0
@@ -143,9 +155,14 @@ class PostgresExtras:
         """Every kept version, oldest first."""
         async with self.db.tx(f"read configs of agent {agent_id!r} from", write=False) as conn:
             cur = await conn.execute(
-                "SELECT body FROM configs WHERE agent_id=%s ORDER BY version", (agent_id,)
+                "SELECT version, body FROM configs WHERE agent_id=%s ORDER BY version", (agent_id,)
             )
-            return [ConfigVersion.model_validate_json(r[0]) for r in await cur.fetchall()]
+            rows = await cur.fetchall()
+        what = f"agent {agent_id!r} config version"
+        return [
+            decode_stored_row(self.db.where, f"{what} {version}", ConfigVersion, body)
+            for version, body in rows
+        ]
 
     async def get_config(self, agent_id: str, version: int | None = None) -> ConfigVersion:
         """The latest (or a given) version; raises ``ConfigNotFound``."""

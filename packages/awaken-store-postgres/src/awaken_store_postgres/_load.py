@@ -41,7 +41,7 @@ __all__ = ["Loaded", "MessageCache"]
 # The thread row, its edit count, the ids now at the kept first and last seqs (none
 # kept: seq 0, no row), and the thread's current first and last rows.
 _THREAD = (
-    "SELECT t.version, t.parked, r.body, "
+    "SELECT t.version, t.parked, t.latest_run, r.body, "
     "(SELECT n FROM message_edits WHERE thread_id=%(t)s), "
     "(SELECT msg_id FROM messages WHERE thread_id=%(t)s AND seq=%(first)s), "
     "(SELECT msg_id FROM messages WHERE thread_id=%(t)s AND seq=%(last)s), "
@@ -63,6 +63,7 @@ class Loaded:
 
     version: int
     parked: str | None
+    run_id: str | None
     run: str | None
     kept: KeptThread | None
     """What the new rows follow (``None``: ``bodies`` are all of them)."""
@@ -94,7 +95,19 @@ class MessageCache(KeptThreads):
         if row is None:
             self.forget(tid)
             return None
-        version, parked, run, edits, kept_first, kept_last, first, first_id, last, last_id = row
+        (
+            version,
+            parked,
+            run_id,
+            run,
+            edits,
+            kept_first,
+            kept_last,
+            first,
+            first_id,
+            last,
+            last_id,
+        ) = row
         edits = int(edits or 0)
         if kept is not None and (
             edits != kept.edits or kept_first != kept.first_id or kept_last != kept.last_id
@@ -109,6 +122,7 @@ class MessageCache(KeptThreads):
         return Loaded(
             int(version),
             parked,
+            run_id,
             run,
             kept,
             bodies,

@@ -23,6 +23,7 @@ from awaken_runtime.stores import (
     StoreIOError,
     ThreadInfo,
     decode_message_rows,
+    decode_stored_row,
 )
 
 from ._commit import commit_thread, duplicate_id, stored_run
@@ -94,16 +95,18 @@ class PostgresStore(PostgresExtras):
             await load_scopes(conn, owners if loaded is not None else owners[1:], state)
         if loaded is None:
             return ThreadSnapshot(tid, [], state, 0)
-        messages, call_ids = self._messages.decode(self.db.where, tid, loaded)
-        return ThreadSnapshot(
-            tid,
-            messages,
-            state,
-            loaded.version,
-            ParkedRun.model_validate_json(loaded.parked) if loaded.parked else None,
-            RunRecord.model_validate_json(loaded.run) if loaded.run else None,
-            call_ids,
-        )
+        where = self.db.where
+        messages, call_ids = self._messages.decode(where, tid, loaded)
+        parked = None
+        if loaded.parked:
+            parked = decode_stored_row(
+                where, f"thread {tid!r} parked run", ParkedRun, loaded.parked
+            )
+        run = None
+        if loaded.run:
+            what = f"thread {tid!r} latest run {loaded.run_id!r} record"
+            run = decode_stored_row(where, what, RunRecord, loaded.run)
+        return ThreadSnapshot(tid, messages, state, loaded.version, parked, run, call_ids)
 
     async def commit(
         self,
@@ -119,7 +122,14 @@ class PostgresStore(PostgresExtras):
         try:
             async with self.db.tx(f"commit thread {tid!r} to", thread_id=tid, pipeline=True) as c:
                 return await commit_thread(
-                    c, binding, expected_version, messages, batches, run_record, parked
+                    c,
+                    self.db.where,
+                    binding,
+                    expected_version,
+                    messages,
+                    batches,
+                    run_record,
+                    parked,
                 )
         except StoreIOError as exc:
             cause = exc.__cause__
@@ -157,21 +167,31 @@ class PostgresStore(PostgresExtras):
         """Persisted batches with seq > ``after``, in commit order."""
         after = max(after, 0)
         bodies = await self._page("batches", thread_id, after, limit)
-        items = [CommittedBatch.model_validate_json(b) for b in bodies[:limit]]
+        what = f"thread {thread_id!r} batch row"
+        items = [
+            decode_stored_row(self.db.where, f"{what} {after + i}", CommittedBatch, b)
+            for i, b in enumerate(bodies[:limit], 1)
+        ]
         return Page(items, after + len(items), len(bodies) > limit)
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         """The latest record of ``run_id``, or ``None``."""
         async with self.db.tx("read a run from", write=False) as conn:
-            return await stored_run(conn, run_id)
+            return await stored_run(conn, self.db.where, run_id)
 
     async def list_runs(self, thread_id: str) -> list[RunRecord]:
         """A thread's run records, oldest first."""
         async with self.db.tx(f"list runs of thread {thread_id!r} in", write=False) as conn:
             cur = await conn.execute(
-                "SELECT body FROM runs WHERE thread_id=%s ORDER BY ord", (thread_id,)
+                "SELECT run_id, body FROM runs WHERE thread_id=%s ORDER BY ord", (thread_id,)
             )
-            return [RunRecord.model_validate_json(r[0]) for r in await cur.fetchall()]
+            rows = await cur.fetchall()
+        return [
+            decode_stored_row(
+                self.db.where, f"thread {thread_id!r} run {run_id!r} record", RunRecord, body
+            )
+            for run_id, body in rows
+        ]
 
     async def list_threads(
         self,

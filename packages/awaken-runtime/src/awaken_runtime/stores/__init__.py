@@ -17,7 +17,7 @@ long a crashed run keeps its thread locked. The CLI reads ``--store`` or
 threads it decoded with :class:`KeptThreads`, as the SQLite one does, and hand out
 its rows undecoded as :class:`StoredMessages` (each decoded when a run first reads it),
 decoding them with :func:`decode_message_rows` (a damaged row is ``StoreCorrupt``
-naming it).
+naming it), and any other row with :func:`decode_stored_row`.
 """
 
 from __future__ import annotations
@@ -76,6 +76,7 @@ _LAZY = {
     "SQLiteStore": "._sqlite",
     "SCHEMA_VERSION": "._sqlite_schema",
     "decode_message_rows": "._rows",
+    "decode_stored_row": "._rows",
     "STORE_ENV": "._url",
     "STORE_GROUP": "._url",
     "default_store_url": "._url",
@@ -96,7 +97,7 @@ if TYPE_CHECKING:
     from ._file import FileStore
     from ._kept import KeptThread, KeptThreads
     from ._records import ConfigVersion, Page, PruneReport, StreamEvent, ThreadInfo
-    from ._rows import decode_message_rows
+    from ._rows import decode_message_rows, decode_stored_row
     from ._sqlite import SQLiteStore
     from ._sqlite_schema import SCHEMA_VERSION
     from ._url import STORE_ENV, STORE_GROUP, default_store_url, open_store
@@ -144,6 +145,7 @@ __all__ = [
     "ThreadStore",
     "UnmatchedToolResult",
     "decode_message_rows",
+    "decode_stored_row",
     "default_store_url",
     "hold_lease",
     "new_holder",

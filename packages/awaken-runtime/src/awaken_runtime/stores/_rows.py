@@ -3,8 +3,9 @@
 
 Rows are trusted on the fast path (one validation call for a whole list);
 only when that fails is each row decoded on its own, to name the bad one.
-``decode_message_rows`` (public in ``awaken_runtime.stores``) is the message
-case, for a third-party backend's loader and ``StoredMessages`` decoder.
+``decode_message_rows`` and ``decode_stored_row`` (public in
+``awaken_runtime.stores``) are the message rows' and one other row's case, for a
+third-party backend's loader and ``StoredMessages`` decoder.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from ..messages._message import Message
 from ._errors import StoreCorrupt
 from ._gc import no_gc
 
-__all__ = ["MESSAGES", "decode_message_rows", "decode_one", "decode_rows"]
+__all__ = ["MESSAGES", "decode_message_rows", "decode_one", "decode_rows", "decode_stored_row"]
 
 MESSAGES = TypeAdapter(list[Message])
 """One adapter for every store's message rows (building one costs milliseconds)."""
@@ -93,3 +94,16 @@ def decode_message_rows(
     # Decoding allocates many objects and no cycles: collections would find nothing.
     with no_gc():
         return decode_rows(where, what, MESSAGES, Message, bodies, first)
+
+
+def decode_stored_row(where: str, what: str, model: type[M], body: str | bytes) -> M:
+    """One stored row (JSON text) as ``model``, e.g. a run record, a batch or an event.
+
+    A row that is not one raises :class:`StoreCorrupt` for ``where`` (the store's
+    file or database) naming ``what``, never a raw pydantic or JSON error:
+    ``decode_stored_row("db", "run 'r1' record", RunRecord, body)`` says
+    "run 'r1' record is not a valid RunRecord (...)". ``what`` should name the
+    thing and its row (thread, run or agent, and the row's key), so the message
+    says which row to repair. Message rows go through :func:`decode_message_rows`.
+    """
+    return decode_one(where, what, model, body)
