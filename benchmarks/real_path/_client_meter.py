@@ -6,7 +6,9 @@ is the client's; so is the CPU of litellm's own threads (its logging pool,
 AnyIO's workers), of the tasks litellm starts on the loop, and of what it
 runs in the loop's default executor (``install_task_meter``). With
 ``settle`` set, the stream's end waits for those background tasks inside
-the client's window. ``record`` keeps one real stream so a cell can replay
+the client's window. What litellm keeps of a request (its stream, its
+logging record) is held until the next request and freed inside its window.
+``record`` keeps one real stream so a cell can replay
 it with no client work at all (``evict``: after sweeping the caches).
 """
 
@@ -86,6 +88,11 @@ class ClientMeter:
         # settle: at the stream's end, wait (inside the client's window) for the background
         # tasks litellm started, so its logging does not run beside awaken's next window
         self.settle = False
+        # litellm's objects of the last request (its stream, its logging record with the
+        # copies of the messages), freed at the start of the next client window: a free
+        # that falls in awaken's window (the last reference dropped by a finishing logging
+        # task or a chunk) would bill the client's garbage to awaken
+        self.held: list[Any] = []
         self.background: set[asyncio.Task[Any]] = set()
         gc.callbacks.append(self._on_gc)
 
@@ -123,6 +130,7 @@ class ClientMeter:
             meter.client_at_start.append(meter.client + threads + meter.client_threads())
             meter.awaken_at_start.append(main + awaken + meter.awaken_threads_cpu())
             start = time.thread_time()  # the client's threads are counted apart
+            meter.held.clear()
             meter.body = kwargs.get("messages")
             meter.inside = True
             try:
@@ -272,6 +280,7 @@ class _TimedStream:
         self._inner = inner
         self._iter = inner.__aiter__()
         self._meter = meter
+        meter.held += (inner, getattr(inner, "logging_obj", None))
 
     def __aiter__(self) -> _TimedStream:
         return self

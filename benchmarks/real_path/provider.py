@@ -21,7 +21,11 @@ What is measured, in this process only (the server's CPU is not):
   ``__anext__``, and the CPU of litellm's own threads (its logging pool),
   of its background tasks on the event loop and of what it runs in the
   loop's default executor (work still running at a sample counted so far);
-  with it ``body KB`` (the request's messages as JSON) and ``body json us``
+  freeing what litellm keeps of a request (its stream, its logging record
+  with its copies of the messages) is the client's too: the meter holds
+  them until the next request starts, so the free falls in the client's
+  window, not in awaken's; with it ``body KB`` (the request's messages as
+  JSON) and ``body json us``
   (``json.dumps`` of them, timed apart: the floor of the body's serialization);
 * ``other us/step``: the rest of the process's CPU, neither's by these
   windows: the default executor's threads around litellm's jobs (queueing,
