@@ -8,8 +8,8 @@ runs in the loop's default executor (``install_task_meter``). With
 ``settle`` set, the stream's end waits for those background tasks inside
 the client's window. What litellm keeps of a request (its stream, its
 logging record) is held until the next request and freed inside its window.
-``record`` keeps one real stream so a cell can replay
-it with no client work at all (``evict``: after sweeping the caches).
+``record`` keeps one real stream so a cell can replay it with no client work
+at all (``evict``: after sweeping the caches).
 """
 
 from __future__ import annotations
@@ -103,6 +103,12 @@ class ClientMeter:
             self._gc_start = time.thread_time()
         else:
             self.gc += time.thread_time() - self._gc_start
+
+    async def settled(self) -> None:
+        """With ``settle`` set, wait for litellm's background tasks (called inside a client
+        window, at the stream's end)."""
+        while self.settle and self.background:
+            await asyncio.gather(*self.background, return_exceptions=True)
 
     def executor_cpu(self) -> tuple[float, float]:
         """CPU in the default executor so far, work still running included: (the client's,
@@ -292,9 +298,7 @@ class _TimedStream:
             try:
                 return await self._iter.__anext__()
             except StopAsyncIteration:
-                if self._meter.settle:
-                    while self._meter.background:
-                        await asyncio.gather(*self._meter.background, return_exceptions=True)
+                await self._meter.settled()
                 raise
         finally:
             self._meter.inside = False
@@ -307,13 +311,8 @@ class _TimedStream:
         try:
             if close is not None:
                 await close()
-            # the bound method holds litellm's stream: freeing it here keeps the free (its
-            # logging record, the copies of the messages) inside the client's window
-            close = None
-            if self._meter.settle:
-                while self._meter.background:
-                    await asyncio.gather(*self._meter.background, return_exceptions=True)
-            self._inner = self._iter = None  # freeing litellm's response is its work too
+            await self._meter.settled()
+            self._inner = self._iter = None  # only ``held`` keeps litellm's stream now
         finally:
             self._meter.inside = False
             self._meter.client += time.thread_time() - start

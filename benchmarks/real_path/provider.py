@@ -81,6 +81,13 @@ ROOT = Path(__file__).resolve().parents[2]
 SERVER_DIR = ROOT / "tests" / "runtime" / "models" / "litellm"
 HISTORY = (0, 1_000, 10_000)
 STEPS = (10, 100)
+# The control cells run after each real one: (what the check calls it, the meter's
+# settle, replay and evict); their columns follow the real cell's in that order.
+CONTROLS = (
+    ("with the client's logging settled", True, False, False),
+    ("with the client replayed", False, True, False),
+    ("with the client replayed, caches swept", False, True, True),
+)
 
 # The test server, answering every request with a tool call under a fresh id and
 # keeping no record of the requests (10,000-message bodies would pile up).
@@ -232,61 +239,35 @@ async def _main(quick: bool) -> tuple[list[list[Any]], list[tuple[str, bool]]]:
                         continue
                     for h in HISTORY:
                         cell = await _cell(store, base, meter, h, s, r)
-                        meter.settle = True
-                        settled = await _cell(store, base, meter, h, s, r + rounds)
-                        meter.settle = False
-                        meter.replay = chunks
-                        replayed = await _cell(store, base, meter, h, s, r + 2 * rounds)
-                        meter.evict = True
-                        cold = await _cell(store, base, meter, h, s, r + 3 * rounds)
-                        meter.replay, meter.evict = None, False
-                        samples.setdefault((h, s), []).append(
-                            [*cell, settled[0], replayed[0], cold[0]]
-                        )
+                        for k, (_, settle, replay, evict) in enumerate(CONTROLS, 1):
+                            meter.settle, meter.evict = settle, evict
+                            meter.replay = chunks if replay else None
+                            control = await _cell(store, base, meter, h, s, r + k * rounds)
+                            cell.append(control[0])
+                        meter.settle, meter.replay, meter.evict = False, None, False
+                        samples.setdefault((h, s), []).append(cell)
             await store.close()
     finally:
         proc.kill()
         proc.wait()
     rows = []
-    awaken: dict[tuple[int, int], float] = {}
-    settled: dict[tuple[int, int], float] = {}
-    own: dict[tuple[int, int], float] = {}
-    cold: dict[tuple[int, int], float] = {}
+    # awaken's CPU per step (real client), then each control's: (history, S) -> µs
+    labels = ["at 10,000 messages", *(f"{name} at 10,000" for name, *_ in CONTROLS)]
+    figures: list[dict[tuple[int, int], float]] = [{} for _ in labels]
     for (h, s), cells in sorted(samples.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         median = [statistics.median(col) for col in zip(*cells, strict=True)]
-        awaken[h, s] = median[0]
-        settled[h, s] = median[-3]
-        own[h, s] = median[-2]
-        cold[h, s] = median[-1]
+        for figure, value in zip(figures, (median[0], *median[-len(CONTROLS) :]), strict=True):
+            figure[h, s] = value
         rows.append([h, s, *median])
     checks = []
     for s in steps:
-        ratio = awaken[10_000, s] / awaken[0, s]
-        checks.append(
-            (f"S={s}: awaken CPU/step at 10,000 messages <= 1.5x at 0 ({ratio:.2f}x)", ratio <= 1.5)
-        )
-        ratio = settled[10_000, s] / settled[0, s]
-        checks.append(
-            (
-                f"S={s}: awaken CPU/step with the client's logging settled at 10,000 <= 1.5x "
-                f"at 0 ({ratio:.2f}x)",
-                ratio <= 1.5,
-            )
-        )
-        for name, figures in (("replayed", own), ("replayed, caches swept", cold)):
-            ratio = figures[10_000, s] / figures[0, s]
+        for label, figure in zip(labels, figures, strict=True):
+            ratio = figure[10_000, s] / figure[0, s]
             checks.append(
-                (
-                    f"S={s}: awaken CPU/step with the client {name} at 10,000 <= 1.5x at 0 "
-                    f"({ratio:.2f}x)",
-                    ratio <= 1.5,
-                )
+                (f"S={s}: awaken CPU/step {label} <= 1.5x at 0 ({ratio:.2f}x)", ratio <= 1.5)
             )
     for row in rows:
-        row.append(awaken[row[0], row[1]] / awaken[0, row[1]])
-        row.append(settled[row[0], row[1]] / settled[0, row[1]])
-        row.append(own[row[0], row[1]] / own[0, row[1]])
-        row.append(cold[row[0], row[1]] / cold[0, row[1]])
+        row += [figure[row[0], row[1]] / figure[0, row[1]] for figure in figures]
     return rows, checks
 
 
