@@ -1,12 +1,17 @@
-"""``decode_message_rows`` and ``decode_stored_row``: stored rows as messages or records;
-a bad row is ``StoreCorrupt`` naming it."""
+"""``decode_message_rows``, ``lazy_message_rows`` and ``decode_stored_row``: stored rows as
+messages or records; a bad row is ``StoreCorrupt`` naming it."""
 
 from __future__ import annotations
 
 import pytest
 
 from awaken_runtime import Message, RunRecord
-from awaken_runtime.stores import StoreCorrupt, decode_message_rows, decode_stored_row
+from awaken_runtime.stores import (
+    StoreCorrupt,
+    decode_message_rows,
+    decode_stored_row,
+    lazy_message_rows,
+)
 from awaken_store_conformance import run_record
 
 
@@ -34,6 +39,21 @@ def test_two_objects_in_one_row_are_not_two_messages() -> None:
     good = Message.user("ok").model_dump_json()
     with pytest.raises(StoreCorrupt, match="message row 1"):
         decode_message_rows("db", "message", [f"{good},{good}"])
+
+
+def test_lazy_rows_decode_only_what_is_read_and_name_a_bad_row_from_one() -> None:
+    messages = [Message.user(f"m{i}") for i in range(40)]
+    rows = [m.model_dump_json() for m in messages]
+    rows[3] = '{"role": "wizard"}'  # damaged, far from the end
+    lazy = lazy_message_rows("my.db", "thread 't1' message", rows)
+    assert len(lazy) == 40 and lazy.undecoded == 40
+    assert lazy[-1] == messages[-1]  # a read from the end decodes a tail only
+    assert 0 < lazy.undecoded < 40
+    assert list(lazy[10:]) == messages[10:]
+    with pytest.raises(StoreCorrupt) as info:
+        lazy[3]
+    assert info.value.path == "my.db"
+    assert info.value.detail.startswith("thread 't1' message row 4 is not a valid Message (")
 
 
 def test_one_stored_row_decodes_from_text_or_bytes() -> None:

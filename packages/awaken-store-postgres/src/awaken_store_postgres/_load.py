@@ -28,13 +28,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 from psycopg import AsyncConnection
 
 from awaken_runtime import Message
-from awaken_runtime.stores import KeptThread, KeptThreads, StoredMessages, decode_message_rows
+from awaken_runtime.stores import (
+    KeptThread,
+    KeptThreads,
+    StoredMessages,
+    decode_message_rows,
+    lazy_message_rows,
+)
 
 __all__ = ["Loaded", "MessageCache"]
 
@@ -150,7 +155,7 @@ class MessageCache(KeptThreads):
             new = decode_message_rows(where, what, loaded.bodies, first)
             kept = kept.extended(new, loaded.edits, loaded.last)
         elif loaded.bodies:
-            messages = StoredMessages.lazy(loaded.bodies, partial(_decode, where, what))
+            messages = lazy_message_rows(where, what, loaded.bodies)
             kept = KeptThread(
                 messages,
                 loaded.edits,
@@ -165,8 +170,3 @@ class MessageCache(KeptThreads):
             return StoredMessages(), frozenset()
         self.keep(tid, kept)
         return kept.messages.copy(), kept.call_ids
-
-
-def _decode(where: str, what: str, bodies: list[Any], first: int) -> list[Message]:
-    # StoredMessages counts rows from 0; a StoreCorrupt names them from 1.
-    return decode_message_rows(where, what, bodies, first + 1)

@@ -16,8 +16,9 @@ long a crashed run keeps its thread locked. The CLI reads ``--store`` or
 ``awaken-store-conformance`` pytest plugin; a database backend can keep the
 threads it decoded with :class:`KeptThreads`, as the SQLite one does, and hand out
 its rows undecoded as :class:`StoredMessages` (each decoded when a run first reads it),
-decoding them with :func:`decode_message_rows` (a damaged row is ``StoreCorrupt``
-naming it), and any other row with :func:`decode_stored_row`.
+decoding them with :func:`decode_message_rows` or handing them out with
+:func:`lazy_message_rows` (a damaged row is ``StoreCorrupt`` naming it), and any
+other row with :func:`decode_stored_row`.
 """
 
 from __future__ import annotations
@@ -77,6 +78,7 @@ _LAZY = {
     "SCHEMA_VERSION": "._sqlite_schema",
     "decode_message_rows": "._rows",
     "decode_stored_row": "._rows",
+    "lazy_message_rows": "._rows",
     "STORE_ENV": "._url",
     "STORE_GROUP": "._url",
     "default_store_url": "._url",
@@ -97,7 +99,7 @@ if TYPE_CHECKING:
     from ._file import FileStore
     from ._kept import KeptThread, KeptThreads
     from ._records import ConfigVersion, Page, PruneReport, StreamEvent, ThreadInfo
-    from ._rows import decode_message_rows, decode_stored_row
+    from ._rows import decode_message_rows, decode_stored_row, lazy_message_rows
     from ._sqlite import SQLiteStore
     from ._sqlite_schema import SCHEMA_VERSION
     from ._url import STORE_ENV, STORE_GROUP, default_store_url, open_store
@@ -148,6 +150,7 @@ __all__ = [
     "decode_stored_row",
     "default_store_url",
     "hold_lease",
+    "lazy_message_rows",
     "new_holder",
     "open_store",
 ]

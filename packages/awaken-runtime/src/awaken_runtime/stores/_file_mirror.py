@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from .._errors import InvalidId, check_id
 from ..messages._message import Message
@@ -36,12 +36,10 @@ from ._file_lines import frame, parse_line
 from ._gc import no_gc
 from ._jsonl import append_line, atomic_write, exclusive, fsync_dir, read_lines, truncate_to
 from ._records import ConfigVersion
-from ._rows import decode_rows
+from ._rows import MESSAGES, decode_rows
 from ._thread_store import RunRecord, ScopeBinding
 
 __all__ = ["FileMirror", "Tail"]
-
-_MESSAGES = TypeAdapter(list[Message])
 
 
 def _decode(path: str, what: str, rows: list[Any], first: int) -> list[Message]:
@@ -56,7 +54,7 @@ def _decode(path: str, what: str, rows: list[Any], first: int) -> list[Message]:
             while j < n and (not isinstance(rows[j], bytes)) is parsed:
                 j += 1
             out += decode_rows(
-                path, what, _MESSAGES, Message, rows[i:j], first + i + 1, parsed=parsed
+                path, what, MESSAGES, Message, rows[i:j], first + i + 1, parsed=parsed
             )
             i = j
     return out
@@ -227,9 +225,9 @@ class FileMirror:
                     raise TypeError(f"messages are not a list but {type(raw).__name__}")
                 messages = []
             elif texts is None:
-                messages = _MESSAGES.validate_python(raw)  # one call per line, not per message
+                messages = MESSAGES.validate_python(raw)  # one call per line, not per message
             else:
-                messages = _MESSAGES.validate_json(b"[" + b",".join(texts) + b"]")
+                messages = MESSAGES.validate_json(b"[" + b",".join(texts) + b"]")
                 if len(messages) != len(texts):
                     raise TypeError("a message text holds more than one message")
             batches = [CommittedBatch.model_validate(b) for b in rec["b"]]

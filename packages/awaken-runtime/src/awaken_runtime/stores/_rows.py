@@ -11,15 +11,24 @@ third-party backend's loader and ``StoredMessages`` decoder.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, TypeAdapter
 
 from ..messages._message import Message
+from ..messages._stored import StoredMessages
 from ._errors import StoreCorrupt
 from ._gc import no_gc
 
-__all__ = ["MESSAGES", "decode_message_rows", "decode_one", "decode_rows", "decode_stored_row"]
+__all__ = [
+    "MESSAGES",
+    "decode_message_rows",
+    "decode_one",
+    "decode_rows",
+    "decode_stored_row",
+    "lazy_message_rows",
+]
 
 MESSAGES = TypeAdapter(list[Message])
 """One adapter for every store's message rows (building one costs milliseconds)."""
@@ -87,13 +96,25 @@ def decode_message_rows(
     store's file or database) naming ``what`` and the row's number, counting
     from ``first``: ``decode_message_rows("db", "thread 't1' message", rows, 5)``
     names a bad third row "thread 't1' message row 7", never a raw pydantic or
-    JSON error. All the rows are validated in one call unless one is bad. A
-    database backend can hand out ``StoredMessages.lazy(rows, decode)`` with
-    ``decode(rows, i)`` calling this with ``first=i + 1``.
+    JSON error. All the rows are validated in one call unless one is bad. To
+    hand rows out undecoded, see :func:`lazy_message_rows`.
     """
     # Decoding allocates many objects and no cycles: collections would find nothing.
     with no_gc():
         return decode_rows(where, what, MESSAGES, Message, bodies, first)
+
+
+def lazy_message_rows(where: str, what: str, bodies: list[str] | list[bytes]) -> StoredMessages:
+    """A thread's message rows (JSON text) handed out undecoded: each becomes a message
+    when first read, through :func:`decode_message_rows` (a damaged row is
+    ``StoreCorrupt`` naming ``what`` and its number, from 1). ``bodies`` becomes the
+    sequence's own."""
+    return StoredMessages.lazy(bodies, partial(_decode_stretch, where, what))
+
+
+def _decode_stretch(where: str, what: str, bodies: list[Any], start: int) -> list[Message]:
+    # StoredMessages counts rows from 0; StoreCorrupt names them from 1.
+    return decode_message_rows(where, what, bodies, start + 1)
 
 
 def decode_stored_row(where: str, what: str, model: type[M], body: str | bytes) -> M:

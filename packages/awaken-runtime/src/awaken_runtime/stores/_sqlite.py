@@ -31,9 +31,9 @@ from ._errors import LeaseLost, StoreIOError
 from ._memory import config_dict, find_config
 from ._ports import Lease, cutoff
 from ._records import ConfigVersion, Page, PruneReport, StreamEvent, ThreadInfo
-from ._rows import decode_one, decode_rows
+from ._rows import decode_message_rows, decode_one
 from ._sqlite_io import SQLiteIO
-from ._sqlite_load import MESSAGES, MessageCache, load_thread
+from ._sqlite_load import MessageCache, load_thread
 from ._sqlite_ops import apply_command_sql, delete_thread_sql, insert_commit, load_scope
 from ._sqlite_schema import connect
 from ._thread_store import RunRecord, ScopeBinding, ThreadSnapshot
@@ -133,7 +133,7 @@ class SQLiteStore:
         after = max(after, 0)
         bodies, more = await self._page("messages", thread_id, after, limit)
         what = f"thread {thread_id!r} message"
-        items = decode_rows(self.path, what, MESSAGES, Message, bodies, first=after + 1)
+        items = decode_message_rows(self.path, what, bodies, after + 1)
         return Page(items, after + len(bodies), more)
 
     async def read_batches(

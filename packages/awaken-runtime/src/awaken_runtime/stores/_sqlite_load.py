@@ -18,22 +18,20 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from functools import partial
 from operator import itemgetter
 from typing import Any
 
-from ..messages._message import Message
 from ..messages._stored import StoredMessages
 from ..state._engine import Scope, StoreKey
 from ..suspension._suspension import ParkedRun
 from ._errors import StoreCorrupt
 from ._gc import no_gc
 from ._kept import KeptThread, KeptThreads
-from ._rows import MESSAGES, decode_one, decode_rows
+from ._rows import decode_message_rows, decode_one, lazy_message_rows
 from ._sqlite_ops import load_scope
 from ._thread_store import RunRecord, ScopeBinding, ThreadSnapshot
 
-__all__ = ["MESSAGES", "MessageCache", "load_thread"]
+__all__ = ["MessageCache", "load_thread"]
 
 _FIRST = itemgetter(0)
 
@@ -63,7 +61,7 @@ class MessageCache(KeptThreads):
                 (tid, kept.last),
             ).fetchall()
             bodies = [body for _seq, body in rows]
-            new = decode_rows(path, what, MESSAGES, Message, bodies, first=kept.last + 1)
+            new = decode_message_rows(path, what, bodies, kept.last + 1)
             kept = kept.extended(new, edits, rows[-1][0] if rows else kept.last)
         else:
             rows = cur.execute(
@@ -79,7 +77,7 @@ class MessageCache(KeptThreads):
             ).fetchall()
             (first, first_id), (last, last_id) = ends
             calls = cur.execute("SELECT call_id FROM tool_calls WHERE thread_id=?", (tid,))
-            messages = StoredMessages.lazy(list(map(_FIRST, rows)), partial(_decode, path, what))
+            messages = lazy_message_rows(path, what, list(map(_FIRST, rows)))
             call_ids = frozenset(map(_FIRST, calls))
             kept = KeptThread(messages, edits, first, last, first_id, last_id, call_ids)
         self.keep(tid, kept)
@@ -95,12 +93,6 @@ class MessageCache(KeptThreads):
             if row is None or row[0] != message_id:
                 return False
         return True
-
-
-def _decode(path: str, what: str, bodies: list[Any], first: int) -> list[Message]:
-    # Runs on the thread that first reads the messages (a run's, on the event loop).
-    with no_gc():
-        return decode_rows(path, what, MESSAGES, Message, bodies, first=first + 1)
 
 
 def load_thread(
