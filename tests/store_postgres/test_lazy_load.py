@@ -20,6 +20,7 @@ from awaken_runtime.stores import (
     StoredMessages,
     UnmatchedToolResult,
 )
+from awaken_store_conformance import tool_history
 from awaken_store_postgres import PostgresStore
 
 B = ScopeBinding("t1", "p", "n")
@@ -40,20 +41,18 @@ def _sql(dsn: str, schema: str, statement: str, *args: object) -> None:
         conn.execute(statement.encode(), args)
 
 
-def _history(n: int) -> list[Message]:
-    out: list[Message] = []
-    for i in range(n // 3):
-        call = ToolCall(id=f"call-{i}", name="lookup", arguments={"q": i})
-        out += [
-            Message.user(f"question {i}"),
-            Message.assistant(None, [call]),
-            Message.tool(call.id, f"result {i}"),
-        ]
-    return out
+async def _three(store: PostgresStore) -> None:
+    for i in range(3):
+        await store.commit(B, i, [Message.user(f"m{i}")], [])
+
+
+def _names_row(error: pytest.ExceptionInfo[StoreCorrupt], row: int, schema: str) -> bool:
+    text = str(error.value)
+    return f"thread 't1' message row {row}" in text and schema in text
 
 
 async def _seeded(store: PostgresStore, n: int = N) -> list[Message]:
-    history = _history(n)
+    history = tool_history(n)
     version = 0
     for i in range(0, n, 50):
         version = await store.commit(B, version, history[i : i + 50], [])
@@ -111,16 +110,14 @@ async def test_commit_checks_hold_on_a_thread_nobody_decoded(
 async def test_a_damaged_row_fetched_undecoded_is_corrupt_when_read(
     store: PostgresStore, dsn: str, schema: str, body: str
 ) -> None:
-    for i in range(3):
-        await store.commit(B, i, [Message.user(f"m{i}")], [])
+    await _three(store)
     _sql(dsn, schema, "UPDATE messages SET body=%s WHERE thread_id='t1' AND seq=2", body)
     async with PostgresStore(dsn, schema=schema) as fresh:
         snap = await fresh.load(B)  # fetching is not decoding: the load succeeds
         for read in (lambda: list(snap.messages), lambda: snap.messages[1]):
             with pytest.raises(StoreCorrupt) as info:
                 read()
-            text = str(info.value)
-            assert "thread 't1' message row 2" in text and schema in text
+            assert _names_row(info, 2, schema)
         assert snap.messages[2].text == "m2"  # the rows after it still decode
         with pytest.raises(StoreCorrupt, match="thread 't1' message row 2"):
             await fresh.read_messages("t1")
@@ -130,15 +127,13 @@ async def test_a_damaged_row_fetched_undecoded_is_corrupt_when_read(
 async def test_a_damaged_row_appended_to_a_kept_thread_is_corrupt_at_load(
     store: PostgresStore, dsn: str, schema: str, body: str
 ) -> None:
-    for i in range(3):
-        await store.commit(B, i, [Message.user(f"m{i}")], [])
+    await _three(store)
     assert [m.text for m in (await store.load(B)).messages] == ["m0", "m1", "m2"]
     # An insert is not an edit (no trigger counts it): the next load fetches only it.
     _sql(dsn, schema, "INSERT INTO messages VALUES ('t1', 4, 'bad', %s)", body)
     for _ in range(2):  # nothing of it was kept: it fails again
         with pytest.raises(StoreCorrupt) as info:
             await store.load(B)
-        text = str(info.value)
-        assert "thread 't1' message row 4" in text and schema in text
+        assert _names_row(info, 4, schema)
     _sql(dsn, schema, "DELETE FROM messages WHERE thread_id='t1' AND seq=4")
     assert [m.text for m in (await store.load(B)).messages] == ["m0", "m1", "m2"]

@@ -23,7 +23,7 @@ from awaken_runtime.stores import (
     UnmatchedToolResult,
 )
 from awaken_runtime.testing import scripted_runtime
-from awaken_store_conformance import binding
+from awaken_store_conformance import binding, tool_history
 
 B = binding("t1")
 N = 600
@@ -33,21 +33,9 @@ def _open(kind: str, root: Path) -> Any:
     return SQLiteStore(root / "a.db") if kind == "sqlite" else FileStore(root / "files")
 
 
-def _history(n: int) -> list[Message]:
-    out: list[Message] = []
-    for i in range(n // 3):
-        call = ToolCall(id=f"call-{i}", name="lookup", arguments={"q": i})
-        out += [
-            Message.user(f"question {i}"),
-            Message.assistant(None, [call]),
-            Message.tool(call.id, f"result {i}"),
-        ]
-    return out
-
-
 async def _seeded(kind: str, root: Path) -> list[Message]:
     store = _open(kind, root)
-    history = _history(N)
+    history = tool_history(N)
     version = 0
     for i in range(0, N, 50):
         version = await store.commit(B, version, history[i : i + 50], [])

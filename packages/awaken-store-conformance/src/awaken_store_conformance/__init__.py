@@ -23,7 +23,15 @@ from __future__ import annotations
 
 import pytest
 
-from ._helpers import batch, binding, canonical, commit_retry, parked_run, run_record
+from ._helpers import (
+    batch,
+    binding,
+    canonical,
+    commit_retry,
+    parked_run,
+    run_record,
+    tool_history,
+)
 from ._suite_admin import AdminSuite
 from ._suite_state import StateSuite
 from ._suite_threads import ThreadSuite
@@ -39,6 +47,7 @@ __all__ = [
     "commit_retry",
     "parked_run",
     "run_record",
+    "tool_history",
 ]
 
 __version__ = "0.1.0"

@@ -32,6 +32,7 @@ __all__ = [
     "commit_worker",
     "parked_run",
     "run_record",
+    "tool_history",
 ]
 
 
@@ -40,6 +41,20 @@ def binding(
 ) -> ScopeBinding:
     """A binding to a fresh (or the given) thread."""
     return ScopeBinding(thread_id or "t-" + os.urandom(6).hex(), profile, namespace)
+
+
+def tool_history(n: int) -> list[Message]:
+    """About ``n`` messages (a multiple of 3): a question, a call (ids ``call-0``,
+    ``call-1``...) and its result, again and again."""
+    out: list[Message] = []
+    for i in range(n // 3):
+        call = ToolCall(id=f"call-{i}", name="lookup", arguments={"q": i})
+        out += [
+            Message.user(f"question {i}"),
+            Message.assistant(None, [call]),
+            Message.tool(call.id, f"result {i}"),
+        ]
+    return out
 
 
 def batch(*commands: Command, revision: int = 1, phase: str = "step_end") -> CommittedBatch:
