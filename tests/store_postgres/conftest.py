@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
 
 import psycopg
 import pytest
@@ -35,3 +36,17 @@ async def store(dsn: str, schema: str) -> AsyncIterator[PostgresStore]:
     store = await PostgresStore(dsn, schema=schema).open()
     yield store
     await store.close()
+
+
+@pytest.fixture
+def sql(dsn: str, schema: str) -> Callable[..., list[tuple[Any, ...]]]:
+    """Run one statement in the test's schema behind the store's back (a hand edit, a
+    damaged row): ``sql("UPDATE ... body=%s", body)``; the rows it returns, if any."""
+
+    def run(statement: str, *args: object) -> list[tuple[Any, ...]]:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f'SET search_path TO "{schema}"'.encode())
+            cur = conn.execute(statement.encode(), args or None)
+            return cur.fetchall() if cur.description is not None else []
+
+    return run

@@ -8,7 +8,9 @@ writes nothing. (Message rows: ``test_message_cache.py`` and ``test_lazy_load.py
 
 from __future__ import annotations
 
-import psycopg
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 
 from awaken_runtime import Command, Message, Phase, ScopeBinding, ToolCall
@@ -16,23 +18,11 @@ from awaken_runtime.stores import StoreCorrupt, StreamEvent
 from awaken_store_conformance import batch, parked_run, run_record
 from awaken_store_postgres import PostgresStore
 
+Sql = Callable[..., list[tuple[Any, ...]]]
+
 B = ScopeBinding("t1", "p", "n")
 
 BODIES = ['{"role": "wizard"}', "not json at all", "[]", "{}", '{"run_id": 1}']
-
-
-def _sql(dsn: str, schema: str, statement: str, *args: object) -> None:
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f'SET search_path TO "{schema}"'.encode())
-        conn.execute(statement.encode(), args)
-
-
-def _body(dsn: str, schema: str, statement: str) -> str:
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f'SET search_path TO "{schema}"'.encode())
-        row = conn.execute(statement.encode()).fetchone()
-    assert row is not None
-    return str(row[0])
 
 
 def _assert_names(info: pytest.ExceptionInfo[StoreCorrupt], schema: str, what: str) -> None:
@@ -49,14 +39,14 @@ async def _thread(store: PostgresStore) -> None:
 
 @pytest.mark.parametrize("body", BODIES)
 async def test_a_damaged_parked_run_fails_the_load_naming_it(
-    store: PostgresStore, dsn: str, schema: str, body: str
+    store: PostgresStore, schema: str, body: str, sql: Sql
 ) -> None:
     call = ToolCall(id="c1", name="f")
     await store.commit(
         B, 0, [Message.assistant(None, [call])], [], parked=parked_run(B, "r1", [call])
     )
     assert (await store.load(B)).parked is not None
-    _sql(dsn, schema, "UPDATE threads SET parked=%s WHERE thread_id='t1'", body)
+    sql("UPDATE threads SET parked=%s WHERE thread_id='t1'", body)
     with pytest.raises(StoreCorrupt) as info:
         await store.load(B)
     _assert_names(info, schema, "thread 't1' parked run")
@@ -64,12 +54,12 @@ async def test_a_damaged_parked_run_fails_the_load_naming_it(
 
 @pytest.mark.parametrize("body", BODIES)
 async def test_a_damaged_run_record_is_corrupt_wherever_it_is_read(
-    store: PostgresStore, dsn: str, schema: str, body: str
+    store: PostgresStore, schema: str, body: str, sql: Sql
 ) -> None:
     await _thread(store)
     await store.commit(B, 2, [], [], run_record=run_record("r0", "t1"))
     await store.commit(B, 3, [], [], run_record=run_record("r1", "t1"))
-    _sql(dsn, schema, "UPDATE runs SET body=%s WHERE run_id='r1'", body)
+    sql("UPDATE runs SET body=%s WHERE run_id='r1'", body)
     with pytest.raises(StoreCorrupt) as info:
         await store.load(B)
     _assert_names(info, schema, "thread 't1' latest run 'r1' record")
@@ -84,13 +74,13 @@ async def test_a_damaged_run_record_is_corrupt_wherever_it_is_read(
 
 @pytest.mark.parametrize("body", BODIES)
 async def test_a_commit_meeting_a_damaged_record_of_its_run_writes_nothing(
-    store: PostgresStore, dsn: str, schema: str, body: str
+    store: PostgresStore, dsn: str, schema: str, body: str, sql: Sql
 ) -> None:
     await _thread(store)
     await store.commit(B, 2, [], [], run_record=run_record("r1", "t1", Phase.RUNNING))
     before = await store.load(B)
-    good = _body(dsn, schema, "SELECT body FROM runs WHERE run_id='r1'")
-    _sql(dsn, schema, "UPDATE runs SET body=%s WHERE run_id='r1'", body)
+    good = sql("SELECT body FROM runs WHERE run_id='r1'")[0][0]
+    sql("UPDATE runs SET body=%s WHERE run_id='r1'", body)
     with pytest.raises(StoreCorrupt) as info:
         await store.commit(
             B,
@@ -101,7 +91,7 @@ async def test_a_commit_meeting_a_damaged_record_of_its_run_writes_nothing(
         )
     _assert_names(info, schema, "run 'r1' record")
     # The transaction rolled back: no version bump, message, batch, state or record.
-    _sql(dsn, schema, "UPDATE runs SET body=%s WHERE run_id='r1'", good)  # repaired
+    sql("UPDATE runs SET body=%s WHERE run_id='r1'", good)  # repaired
     after = await store.load(B)
     assert after.version == before.version == 3
     assert [m.text for m in after.messages] == ["m0", "m1"]
@@ -119,11 +109,11 @@ async def test_a_commit_meeting_a_damaged_record_of_its_run_writes_nothing(
 
 @pytest.mark.parametrize("body", BODIES)
 async def test_a_damaged_batch_row_is_corrupt_naming_its_number(
-    store: PostgresStore, dsn: str, schema: str, body: str
+    store: PostgresStore, schema: str, body: str, sql: Sql
 ) -> None:
     for i in range(3):
         await store.commit(B, i, [], [batch(Command.set("k", i))])
-    _sql(dsn, schema, "UPDATE batches SET body=%s WHERE thread_id='t1' AND seq=2", body)
+    sql("UPDATE batches SET body=%s WHERE thread_id='t1' AND seq=2", body)
     with pytest.raises(StoreCorrupt) as info:
         await store.read_batches("t1")
     _assert_names(info, schema, "thread 't1' batch row 2")
@@ -135,10 +125,10 @@ async def test_a_damaged_batch_row_is_corrupt_naming_its_number(
 
 @pytest.mark.parametrize("body", BODIES)
 async def test_a_damaged_event_row_is_corrupt_naming_its_seq(
-    store: PostgresStore, dsn: str, schema: str, body: str
+    store: PostgresStore, schema: str, body: str, sql: Sql
 ) -> None:
     await store.append_events("r1", [StreamEvent(seq=s, data={"n": s}) for s in (1, 3, 5)])
-    _sql(dsn, schema, "UPDATE events SET body=%s WHERE run_id='r1' AND seq=5", body)
+    sql("UPDATE events SET body=%s WHERE run_id='r1' AND seq=5", body)
     with pytest.raises(StoreCorrupt) as info:
         await store.read_events("r1")
     _assert_names(info, schema, "run 'r1' event seq 5")
@@ -147,11 +137,11 @@ async def test_a_damaged_event_row_is_corrupt_naming_its_seq(
 
 @pytest.mark.parametrize("body", BODIES)
 async def test_a_damaged_config_version_is_corrupt_naming_it(
-    store: PostgresStore, dsn: str, schema: str, body: str
+    store: PostgresStore, schema: str, body: str, sql: Sql
 ) -> None:
     for n in (1, 2):
         await store.publish_config({"id": "ag", "instructions": f"v{n}"})
-    _sql(dsn, schema, "UPDATE configs SET body=%s WHERE agent_id='ag' AND version=2", body)
+    sql("UPDATE configs SET body=%s WHERE agent_id='ag' AND version=2", body)
     for read in (store.config_history("ag"), store.get_config("ag", 1)):
         with pytest.raises(StoreCorrupt) as info:
             await read

@@ -10,7 +10,9 @@ appended to a kept thread (those are decoded as they are fetched).
 
 from __future__ import annotations
 
-import psycopg
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 
 from awaken_runtime import Message, ScopeBinding, ToolCall
@@ -23,6 +25,8 @@ from awaken_runtime.stores import (
 from awaken_store_conformance import tool_history
 from awaken_store_postgres import PostgresStore
 
+Sql = Callable[..., list[tuple[Any, ...]]]
+
 B = ScopeBinding("t1", "p", "n")
 N = 600
 
@@ -33,12 +37,6 @@ DAMAGED = [
     "[]",
     '{"role": "user", "content": "a\x1eb"}',  # a raw control character: not JSON
 ]
-
-
-def _sql(dsn: str, schema: str, statement: str, *args: object) -> None:
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f'SET search_path TO "{schema}"'.encode())
-        conn.execute(statement.encode(), args)
 
 
 async def _three(store: PostgresStore) -> None:
@@ -108,10 +106,10 @@ async def test_commit_checks_hold_on_a_thread_nobody_decoded(
 
 @pytest.mark.parametrize("body", DAMAGED)
 async def test_a_damaged_row_fetched_undecoded_is_corrupt_when_read(
-    store: PostgresStore, dsn: str, schema: str, body: str
+    store: PostgresStore, dsn: str, schema: str, body: str, sql: Sql
 ) -> None:
     await _three(store)
-    _sql(dsn, schema, "UPDATE messages SET body=%s WHERE thread_id='t1' AND seq=2", body)
+    sql("UPDATE messages SET body=%s WHERE thread_id='t1' AND seq=2", body)
     async with PostgresStore(dsn, schema=schema) as fresh:
         snap = await fresh.load(B)  # fetching is not decoding: the load succeeds
         for read in (lambda: list(snap.messages), lambda: snap.messages[1]):
@@ -125,15 +123,15 @@ async def test_a_damaged_row_fetched_undecoded_is_corrupt_when_read(
 
 @pytest.mark.parametrize("body", DAMAGED)
 async def test_a_damaged_row_appended_to_a_kept_thread_is_corrupt_at_load(
-    store: PostgresStore, dsn: str, schema: str, body: str
+    store: PostgresStore, schema: str, body: str, sql: Sql
 ) -> None:
     await _three(store)
     assert [m.text for m in (await store.load(B)).messages] == ["m0", "m1", "m2"]
     # An insert is not an edit (no trigger counts it): the next load fetches only it.
-    _sql(dsn, schema, "INSERT INTO messages VALUES ('t1', 4, 'bad', %s)", body)
+    sql("INSERT INTO messages VALUES ('t1', 4, 'bad', %s)", body)
     for _ in range(2):  # nothing of it was kept: it fails again
         with pytest.raises(StoreCorrupt) as info:
             await store.load(B)
         assert _names_row(info, 4, schema)
-    _sql(dsn, schema, "DELETE FROM messages WHERE thread_id='t1' AND seq=4")
+    sql("DELETE FROM messages WHERE thread_id='t1' AND seq=4")
     assert [m.text for m in (await store.load(B)).messages] == ["m0", "m1", "m2"]
