@@ -12,7 +12,7 @@ given for the parent's ticket is applied to the child's ticket.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import weakref
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic_core import to_json
@@ -164,13 +164,35 @@ class NativeDelegationService:
         return ChildOutcome.of(state)
 
 
-@dataclass(slots=True)
 class ChildRunner:
-    """A parent run's handle for starting children (given to tools and hooks)."""
+    """A parent run's handle for starting children (given to tools and hooks).
 
-    service: RunDelegationService
-    parent: Any
-    """The parent run's ``RunContext`` (typed loosely: delegation sits below the run layer)."""
+    It holds its parent run weakly: the run holds its runner (``children``), and a
+    strong reference back would make every run a reference cycle that only the
+    cyclic collector frees, which then walks every live run's objects (the cost of
+    many concurrent runs). A runner kept past its run's end raises ``RuntimeError``.
+    """
+
+    __slots__ = ("_parent", "service")
+
+    def __init__(self, service: RunDelegationService, parent: Any) -> None:
+        self.service = service
+        self._parent = weakref.ref(parent)
+
+    def __repr__(self) -> str:
+        return f"ChildRunner(service={self.service!r}, parent={self._parent()!r})"
+
+    @property
+    def parent(self) -> Any:
+        """The parent run's ``RunContext`` (typed loosely: delegation sits below the run
+        layer)."""
+        run = self._parent()
+        if run is None:
+            raise RuntimeError(
+                "this ChildRunner's parent run has ended: start children, run inferences and "
+                "resume them from the tools and hooks of the run itself, while it runs"
+            )
+        return run
 
     def request(
         self, agent_id: str, prompt: str, thread_id: str, **extra: Any

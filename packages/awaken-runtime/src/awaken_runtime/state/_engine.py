@@ -144,11 +144,13 @@ class Store(Mapping[StoreKey, Any]):
     runs; values are the committed JSON data and must not be mutated.
     """
 
-    __slots__ = ("_data", "_engine")
+    __slots__ = ("_data", "_log")
 
     def __init__(self, data: dict[StoreKey, Any], engine: StateEngine | None = None) -> None:
         self._data = data
-        self._engine = engine
+        # The engine's log, not the engine: the engine keeps this view, and a reference
+        # back would make a reference cycle of every run's state.
+        self._log: list[CommittedBatch] | None = engine.log if engine is not None else None
 
     def get_value(self, key: Key, scope: Scope = Scope.THREAD, default: Any = None) -> Any:
         """The committed value of ``(scope, key)``, or ``default``."""
@@ -169,7 +171,7 @@ class Store(Mapping[StoreKey, Any]):
     @property
     def revision(self) -> int:
         """Number of batches committed so far (0 for a store built from data)."""
-        return self._engine.revision if self._engine is not None else 0
+        return len(self._log) if self._log is not None else 0
 
     def scope_items(self, scope: Scope) -> dict[Key, Any]:
         """A new dict of every key in one scope (O(store size): not for hot paths)."""

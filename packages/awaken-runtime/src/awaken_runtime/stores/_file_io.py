@@ -43,14 +43,19 @@ _FSYNCS = 16
 class FsyncRound:
     """Thread-file appends whose fsync is still due, and the commits waiting on it."""
 
-    flush: Callable[[], None]
-    """Complete the round now (before writing the global log)."""
+    flusher: Callable[[FsyncRound], None]
+    """Completes a round (the store's, which keeps no reference to it: a round holding
+    a closure over itself would be a reference cycle per batch)."""
     starts: dict[str, int] = field(default_factory=dict)
     """Thread id -> size of its file before the round's first append."""
     global_log: bool = False
     """Whether a run-index line was appended to the global log in this round."""
     waiting: list[tuple[Job, str, Any]] = field(default_factory=list)
     """(job, thread id, result) of each commit in the round."""
+
+    def flush(self) -> None:
+        """Complete the round now (before writing the global log)."""
+        self.flusher(self)
 
     def appended(self, tid: str, old_size: int) -> None:
         """A commit appended its line to ``tid``'s file at ``old_size``."""
@@ -78,7 +83,7 @@ class FileIO:
         files = self.files
         try:
             with files.locked():
-                round_ = FsyncRound(lambda: self._flush(round_))
+                round_ = FsyncRound(self._flush)
                 for job in jobs:
                     if job.kind != "commit":
                         self._flush(round_)
