@@ -11,9 +11,11 @@ the collector off, then collects with ``DEBUG_SAVEALL`` and looks for any
 
 from __future__ import annotations
 
+import asyncio
 import gc
+import logging
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +26,13 @@ from awaken_runtime import (
     AgentRuntimeBuilder,
     Approve,
     AwaitReason,
+    CancellationToken,
     CapabilityBound,
     ChildRunner,
     Command,
     Contributions,
     HookReaction,
+    InferenceRequest,
     ModelSpec,
     Phase,
     PhaseContext,
@@ -41,6 +45,7 @@ from awaken_runtime import (
     Suspend,
     ToolCall,
     ToolCallContext,
+    ToolError,
     tool,
 )
 from awaken_runtime.stores import FileStore, InMemoryStore, SQLiteStore
@@ -188,6 +193,90 @@ async def test_a_parked_and_resumed_run_leaves_no_cycle(
         assert collector.leftovers() == Counter()
     finally:
         await store.close()
+
+
+@tool
+def failing(q: str) -> str:
+    """Fails softly: the model sees the error and answers."""
+    raise ValueError(f"no order {q}")
+
+
+@tool
+def broken(q: str) -> str:
+    """Fails hard: the run ends with a tool failure."""
+    raise ToolError(f"the order service is down for {q}")
+
+
+@tool
+async def hanging(q: str) -> str:
+    """Never answers before the run is cancelled."""
+    await asyncio.sleep(60)
+    return "late"
+
+
+class Down:
+    """A provider whose every request raises."""
+
+    async def stream(self, request: InferenceRequest) -> AsyncIterator[Any]:
+        raise ConnectionError("provider down")
+        yield  # pragma: no cover - makes this an async generator
+
+
+async def _ends(runtime: Any, thread_id: str, *, cancel: bool) -> Any:
+    if not cancel:
+        return await runtime.run("a", "Where is order 42?", thread_id=thread_id)
+    token = CancellationToken()
+    task = asyncio.create_task(
+        runtime.run("a", "Where is order 42?", thread_id=thread_id, cancel=token)
+    )
+    await asyncio.sleep(0.05)  # the tool is running
+    token.cancel()
+    return await task
+
+
+ENDINGS: dict[str, tuple[Any, bool, str]] = {
+    # how the run ends: (the tool, whether the provider raises, the end cause's class)
+    "tool error seen by the model": (failing, False, "NaturalEnd"),
+    "ToolError": (broken, False, "Error"),
+    "provider raising": (failing, True, "Error"),
+    "cancelled mid-tool": (hanging, False, "Cancelled"),
+}
+
+
+@pytest.mark.parametrize("how", sorted(ENDINGS))
+async def test_a_run_ending_in_a_failure_or_cancelled_leaves_no_cycle(
+    how: str, collector: Collector, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Exceptions are where cycles usually come from (a traceback holds the frames that
+    # hold it): each way a run ends on one must still leave nothing to the collector.
+    # The runtime logs a raising tool with its traceback; a captured record would keep
+    # the run's frames alive past the check, hiding a cycle among them.
+    caplog.set_level(logging.CRITICAL, logger="awaken_runtime")
+    tool_, down, cause = ENDINGS[how]
+
+    def turn(request: InferenceRequest) -> ScriptedTurn | str:
+        # Answers by the request, not by position: a run ended early leaves no turn behind.
+        if request.messages[-1].role == "tool":
+            return "done"
+        return ScriptedTurn.call(tool_.descriptor.id, {"q": "42"})
+
+    runtime = (
+        AgentRuntimeBuilder(discover=False)
+        .with_tool(tool_)
+        .with_model(ModelSpec(id="m", provider="p", model="scripted"))
+        .with_provider("p", Down() if down else ScriptedExecutor([turn], repeat=True))
+        .with_agent_spec(
+            AgentConfig(id="a", model_binding="m", tool_ids=[tool_.descriptor.id], max_steps=5)
+        )
+        .build()
+    )
+    cancel = how == "cancelled mid-tool"
+    await _ends(runtime, "warm", cancel=cancel)
+    collector.start()
+    state = await _ends(runtime, "t", cancel=cancel)
+    assert type(state.end_cause).__name__ == cause, state.end_cause
+    del state
+    assert collector.leftovers() == Counter()
 
 
 async def test_a_child_runner_kept_past_its_run_says_the_run_has_ended() -> None:
