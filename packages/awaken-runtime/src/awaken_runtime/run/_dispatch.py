@@ -20,15 +20,19 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import operator
 import types
 from collections.abc import Callable, Coroutine, Generator
-from typing import Any
+from typing import Any, TypeAlias
 
 from ..lifecycle._failures import PluginFailure
 from ..stores._errors import StoreCorrupt
 from ._signals import End, fail, log
 
-__all__ = ["call_all", "start_all"]
+__all__ = ["Producer", "call_all", "start_all"]
+
+Producer: TypeAlias = tuple[str, Callable[[Any], Any], Any]
+"""``(producer id, fn, arg)``: one producer of a point, run as ``fn(arg)``."""
 
 _THROUGH = (End, StoreCorrupt)
 """What a producer raises that is not its own failure."""
@@ -79,10 +83,10 @@ async def _finish(plugin_id: str, label: str, pending: Any) -> Any:
         raise _failure(plugin_id, label, exc) from exc
 
 
-async def _task(plugin_id: str, label: str, fn: Callable[[], Any]) -> Any:
+async def _task(plugin_id: str, label: str, fn: Callable[[Any], Any], arg: Any) -> Any:
     """One producer started in a Task of its own (after another one suspended)."""
     try:
-        result = fn()
+        result = fn(arg)
         if inspect.isawaitable(result):
             result = await result
         return result
@@ -93,18 +97,19 @@ async def _task(plugin_id: str, label: str, fn: Callable[[], Any]) -> Any:
 
 
 def start_all(
-    label: str, calls: list[tuple[str, Callable[[], Any]]]
+    label: str, calls: list[Producer]
 ) -> list[tuple[str, Any]] | Coroutine[Any, Any, list[tuple[str, Any]]]:
-    """Start every producer in the calling task; ``(producer, result)`` in order.
+    """Start every producer ``fn(arg)`` in the calling task; ``(producer, result)`` in order.
 
     When none of them suspends (the usual phase), the results come back as a
     list and the caller awaits nothing; otherwise the rest of the point is a
-    coroutine to await. ``call_all`` is the same as one awaitable.
+    coroutine to await. A producer is ``(producer id, fn, arg)``: a hook and
+    its context go in as they are, with no thunk made per hook.
     """
     results: list[tuple[str, Any]] = []
-    for plugin_id, fn in calls:
+    for plugin_id, fn, arg in calls:
         try:
-            result = fn()
+            result = fn(arg)
             if type(result) is _Coroutine:
                 try:
                     yielded = result.send(None)
@@ -128,7 +133,7 @@ def start_all(
 
 async def call_all(label: str, calls: list[tuple[str, Callable[[], Any]]]) -> list[tuple[str, Any]]:
     """Run producer thunks (eagerly where they do not wait); ``(producer, result)`` in order."""
-    results = start_all(label, calls)
+    results = start_all(label, [(pid, operator.call, thunk) for pid, thunk in calls])
     if isinstance(results, list):
         return results
     return await results
@@ -136,7 +141,7 @@ async def call_all(label: str, calls: list[tuple[str, Callable[[], Any]]]) -> li
 
 async def _suspended(
     label: str,
-    calls: list[tuple[str, Callable[[], Any]]],
+    calls: list[Producer],
     results: list[tuple[str, Any]],
     pending: Any,
 ) -> list[tuple[str, Any]]:
@@ -149,12 +154,12 @@ async def _suspended(
         return results
     try:
         async with asyncio.TaskGroup() as group:
-            tasks = [group.create_task(_task(pid, label, fn)) for pid, fn in rest]
+            tasks = [group.create_task(_task(pid, label, fn, arg)) for pid, fn, arg in rest]
             value = await _finish(plugin_id, label, pending)
     except BaseExceptionGroup as errors:
         # Producers raise End (their failure) or something that is not an Exception;
         # report the first, as the first failing producer ended the phase before.
         raise errors.exceptions[0]  # noqa: B904 (keep the End's own cause)
     results.append((plugin_id, value))
-    results.extend((pid, task.result()) for (pid, _fn), task in zip(rest, tasks, strict=True))
+    results.extend((pid, task.result()) for (pid, _fn, _arg), task in zip(rest, tasks, strict=True))
     return results

@@ -9,9 +9,8 @@ measure what a hook point costs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from functools import partial
 from typing import Any
 
 from .._errors import StateConflictError
@@ -33,7 +32,7 @@ from ..stores._thread_store import RunRecord
 from ..suspension._suspension import ParkedRun
 from ..tools._tool import ToolOutput
 from ._bounds import check_bound
-from ._dispatch import call_all, start_all
+from ._dispatch import Producer, call_all, start_all
 from ._run_context import RunContext
 from ._signals import End, bind2, fail, lease_lost, log
 
@@ -272,9 +271,9 @@ class PhaseEngine:
         # The fields after plugin_id, in PhaseContext's order (positional: a keyword
         # call of the dataclass __init__ costs more, once per hook).
         rest = (request, response, tool_call, tool_output, ctx.children, ctx.decision, ctx.ticket)
-        calls: list[tuple[str, Callable[[], Any]]] = []
+        calls: list[Producer] = []
         for pid, hook in hooks:
-            calls.append((pid, partial(hook, PhaseContext(point, store, info, view, pid, *rest))))
+            calls.append((pid, hook, PhaseContext(point, store, info, view, pid, *rest)))
         reactions = start_all(_LABELS[point], calls)
         if not isinstance(reactions, list):
             reactions = await reactions

@@ -16,6 +16,7 @@ gate allowed.
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from time import time as _clock
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -29,10 +30,10 @@ from ..plugins._plugin import PhaseHookPoint
 from ..state._engine import StagedCommand
 from ..suspension._suspension import SuspendCall
 from ..tools._tool import ToolCallContext, ToolOutput, ignore_progress
-from ._dispatch import start_all
+from ._dispatch import Producer, start_all
 from ._phases import PhaseEngine
 from ._run_context import Parked, RunContext
-from ._signals import End, bind2, fail, interrupted, log
+from ._signals import End, fail, interrupted, log
 
 # Gate decisions load with the first one: a run whose calls pass ungated never needs them;
 # the event classes with the first event (see _lazy.py).
@@ -127,8 +128,8 @@ class ToolCallExecutor:
         gates = ctx.agent.gates
         if not gates:
             return None
-        calls = [
-            (pid, bind2(gate, ctx.hook_context("tool_gate", pid, None, None, call), call))
+        calls: list[Producer] = [
+            (pid, partial(gate, ctx.hook_context("tool_gate", pid, None, None, call)), call)
             for pid, gate in gates
         ]
         results = start_all("TOOL_GATE", calls)
