@@ -292,3 +292,51 @@ async def test_a_store_corrupt_a_producer_reads_is_the_stores_failure_not_the_pl
     with pytest.raises(End) as raised:  # any other exception is still the plugin's
         await call_all("BEFORE_INFERENCE", [("p", buggy)])
     assert failure(raised).plugin_id == "p" and "own bug" in failure(raised).message
+
+
+@pytest.mark.parametrize("denier", ["waits", "eager"])
+async def test_gates_that_wait_still_deny_and_the_denied_call_never_runs(
+    make_runtime: Any, make_plugin: Any, denier: str
+) -> None:
+    """Gates run through the same producers as hooks: one that waits (before or after
+    the denying one) still sees its own context and the call, and the denial wins."""
+    from awaken_runtime import ScriptedTurn, tool
+    from awaken_runtime.plugins._gates import Block
+
+    ran: list[str] = []
+    seen: list[tuple[str, str, Any]] = []
+
+    @tool
+    def wipe(path: str) -> str:
+        """Delete a path."""
+        ran.append(path)
+        return "wiped"
+
+    def gate_plugin(pid: str, waits: bool, deny: bool) -> Any:
+        async def gate(ctx: PhaseContext, call: Any) -> Any:
+            if waits:
+                await asyncio.sleep(0)
+                await asyncio.sleep(0)
+            seen.append((pid, ctx.plugin_id, call.arguments))
+            return Block(reason=f"{pid} says no") if deny else None
+
+        return make_plugin(pid, CapabilityBound(tool_gates=True), Contributions(tool_gates=[gate]))
+
+    plugins = [
+        gate_plugin("first", waits=True, deny=denier == "waits"),
+        gate_plugin("second", waits=False, deny=denier == "eager"),
+        gate_plugin("third", waits=True, deny=False),
+    ]
+    rig = make_runtime(
+        [ScriptedTurn.call("wipe", {"path": "/etc/../etc/passwd"}), "done"],
+        tools=[wipe],
+        plugins=plugins,
+    )
+    state = await rig.run("go", thread_id="t")
+    assert state.end_cause.kind == "natural_end", state.end_cause
+    assert ran == []
+    tool_msg = next(m for m in state.new_messages if m.role == "tool")
+    assert tool_msg.content == f"{'first' if denier == 'waits' else 'second'} says no"
+    # every gate ran once, saw its own plugin id and the call's arguments
+    args = {"path": "/etc/../etc/passwd"}
+    assert sorted(seen) == [(p, p, args) for p in ("first", "second", "third")]
