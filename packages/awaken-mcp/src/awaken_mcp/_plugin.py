@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Iterable, Sequence
-from typing import Any
-
-import mcp_types as types
+from typing import TYPE_CHECKING, Any
 
 from awaken_runtime import (
     AgentConfigError,
@@ -28,8 +26,14 @@ from awaken_runtime import (
 )
 
 from ._config import McpConfig, McpServerConfig
-from ._connection import McpConnection
-from ._tool import McpTool
+
+if TYPE_CHECKING:
+    # The MCP SDK loads with the first connection: discovery registers this plugin in
+    # every runtime, and most agents never enable it.
+    import mcp_types as types
+
+    from ._connection import McpConnection
+    from ._tool import McpTool
 
 __all__ = ["PLUGIN_ID", "McpPlugin"]
 
@@ -92,6 +96,8 @@ class McpPlugin:
         key = _key(server)
         found = pool.get(key)
         if found is None:
+            from ._connection import McpConnection
+
             found = pool[key] = McpConnection(server)
         return found
 
@@ -117,6 +123,8 @@ class McpPlugin:
         listed: list[types.Tool],
         before: tuple[list[types.Tool], list[McpTool]] | None,
     ) -> list[McpTool]:
+        from ._tool import McpTool
+
         old = {t.name: t for t in before[1]} if before is not None else {}
         out: list[McpTool] = []
         for spec in listed:

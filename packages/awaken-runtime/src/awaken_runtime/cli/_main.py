@@ -268,8 +268,14 @@ def _store_url(args: argparse.Namespace) -> None:
         args.store = default_store_url()
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``awaken`` command."""
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The argument parser of the ``awaken`` command.
+
+    With ``argv`` (the arguments it will parse), the commands other distributions
+    add are loaded only as needed: none for a built-in command, only the one named
+    for an installed one, so ``awaken run`` does not import every add-on's
+    libraries. Without it, or for help or an unknown command, all are loaded.
+    """
     parser = argparse.ArgumentParser(
         prog="awaken", description="Awaken: an embeddable agent runtime."
     )
@@ -335,19 +341,35 @@ def build_parser() -> argparse.ArgumentParser:
     resume.add_argument("--store", help="store URL (default: the one saved in the ticket file)")
     resume.set_defaults(func=_cmd_resume)
     add_new_command(sub)
-    _installed_commands(sub)
+    _installed_commands(sub, _command_of(argv))
     return parser
 
 
-def _installed_commands(sub: Any) -> None:
+def _command_of(argv: Sequence[str] | None) -> str | None:
+    """The subcommand ``argv`` names; ``None`` for help, no command or no ``argv``."""
+    for word in argv or ():
+        if word in ("-h", "--help"):
+            return None
+        if not word.startswith("-"):
+            return word
+    return None
+
+
+def _installed_commands(sub: Any, command: str | None = None) -> None:
     """Subcommands other distributions add (entry points ``awaken.commands``, e.g. ``serve``).
 
     Each entry point is a function given the subparsers; one that fails to load is
-    skipped, so a broken add-on never breaks ``awaken`` itself.
+    skipped, so a broken add-on never breaks ``awaken`` itself. An entry point is
+    named after the command it adds: for ``command``, a built-in one loads none and
+    an installed one only its own (a name no entry point has loads them all).
     """
     from importlib.metadata import entry_points
 
-    for ep in entry_points(group="awaken.commands"):
+    if command is not None and command in sub.choices:
+        return
+    found = entry_points(group="awaken.commands")
+    named = [ep for ep in found if ep.name == command]
+    for ep in named or found:
         try:
             ep.load()(sub)
         except Exception as exc:
@@ -362,7 +384,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .._errors import AwakenError
     from ._report import VERBOSE_HINT, setup_logging
 
-    args = build_parser().parse_args(argv)
+    if argv is None:
+        argv = sys.argv[1:]
+    args = build_parser(argv).parse_args(argv)
     verbose = bool(getattr(args, "verbose", False))
     setup_logging(verbose)
     try:
