@@ -30,3 +30,26 @@ def test_a_name_the_module_lacks_is_an_attribute_error() -> None:
         lazy.nope  # noqa: B018
     assert lazy.dumps([1]) == "[1]"
     assert "json" in repr(lazy)
+
+
+def test_lazy_names_import_a_name_on_first_read_then_keep_it() -> None:
+    code = """
+import sys, types
+from awaken_runtime._lazy import lazy_names
+pkg = types.ModuleType("fake_pkg")
+pkg.__path__ = []
+sys.modules["fake_pkg"] = pkg
+sys.modules["fake_pkg._json"] = __import__("json")
+pkg.__getattr__, pkg.__dir__ = lazy_names("fake_pkg", {"dumps": "._json"}, ["dumps"])
+assert "dumps" not in vars(pkg) and "dumps" in dir(pkg)
+from fake_pkg import dumps
+import json
+assert dumps is json.dumps and vars(pkg)["dumps"] is json.dumps
+try:
+    pkg.loads
+except AttributeError as exc:
+    assert "module 'fake_pkg' has no attribute 'loads'" in str(exc), exc
+else:
+    raise AssertionError("a name not listed must not load")
+"""
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -11,8 +11,9 @@ import, which no other subcommand should pay.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from awaken_runtime._lazy import lazy_names
 
 if TYPE_CHECKING:
     from ._agent import AwakenAcpAgent, Session
@@ -48,11 +49,4 @@ __all__ = [
     "updates_for",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(home, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_names(__name__, _HOMES, __all__)

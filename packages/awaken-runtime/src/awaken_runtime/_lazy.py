@@ -19,9 +19,11 @@ checkers see the module itself::
 from __future__ import annotations
 
 import importlib
+import sys
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-__all__ = ["LazyModule"]
+__all__ = ["LazyModule", "lazy_names"]
 
 
 class LazyModule:
@@ -38,3 +40,31 @@ class LazyModule:
 
     def __repr__(self) -> str:
         return f"<LazyModule {self.__dict__['__lazy_name__']!r}>"
+
+
+def lazy_names(
+    package: str, homes: Mapping[str, str], names: Iterable[str]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """A package's ``__getattr__`` and ``__dir__`` for names imported on first read.
+
+    ``homes`` maps each name to the submodule defining it (relative to
+    ``package``, e.g. ``"._app"``). The first-party add-ons use it so that the
+    ``awaken`` command and plugin discovery, which import them, do not import
+    their libraries too::
+
+        __getattr__, __dir__ = lazy_names(__name__, _HOMES, __all__)
+    """
+    listed = frozenset(names)
+
+    def __getattr__(name: str) -> Any:
+        home = homes.get(name)
+        if home is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(home, package), name)
+        setattr(sys.modules[package], name, value)  # later lookups skip __getattr__
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*vars(sys.modules[package]), *listed})
+
+    return __getattr__, __dir__
