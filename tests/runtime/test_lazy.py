@@ -40,7 +40,7 @@ pkg = types.ModuleType("fake_pkg")
 pkg.__path__ = []
 sys.modules["fake_pkg"] = pkg
 sys.modules["fake_pkg._json"] = __import__("json")
-pkg.__getattr__, pkg.__dir__ = lazy_names("fake_pkg", {"dumps": "._json"}, ["dumps"])
+pkg.__getattr__, pkg.__dir__ = lazy_names("fake_pkg", {"dumps": "._json"})
 assert "dumps" not in vars(pkg) and "dumps" in dir(pkg)
 from fake_pkg import dumps
 import json

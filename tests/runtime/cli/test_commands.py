@@ -109,6 +109,15 @@ def test_a_command_named_unlike_its_entry_point_is_still_found(
     assert "command 'gamma' from tests:gamma failed to load" in capsys.readouterr().err
 
 
+def test_a_broken_add_on_named_by_the_command_is_reported_and_not_added(
+    installed: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    sub = _subparsers()
+    _installed_commands(sub, "gamma")  # only the broken one is named: nothing else loads
+    assert installed == ["gamma"] and "gamma" not in sub.choices
+    assert "command 'gamma' from tests:gamma failed to load" in capsys.readouterr().err
+
+
 def test_a_built_in_command_loads_no_entry_point(installed: list[str]) -> None:
     _installed_commands(_subparsers(), "demo")
     assert installed == []

@@ -9,6 +9,7 @@ hooks that raise before or after suspending, and cancellation of the caller.
 from __future__ import annotations
 
 import asyncio
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -25,13 +26,18 @@ from awaken_runtime import (
     PhaseHookPoint,
     Scope,
 )
-from awaken_runtime.run._dispatch import call_all
+from awaken_runtime.run._dispatch import Producer, call_all
 from awaken_runtime.run._phases import PhaseEngine
 from awaken_runtime.run._signals import End
 
 BI = PhaseHookPoint.BEFORE_INFERENCE
 
 Calls = list[tuple[str, Callable[[], Any]]]
+
+
+def thunks(calls: Calls) -> list[Producer]:
+    """Producers of ``(id, thunk)`` pairs: each thunk is called with no argument."""
+    return [(pid, operator.call, fn) for pid, fn in calls]
 
 
 async def quick(log: list[str], name: str) -> str:
@@ -55,7 +61,7 @@ async def test_hooks_that_never_wait_run_in_the_calling_task_in_order() -> None:
         return "plain"
 
     calls: Calls = [("a", lambda: hook("a")), ("p", plain), ("b", lambda: hook("b"))]
-    assert await call_all("X", calls) == [("a", "a"), ("p", "plain"), ("b", "b")]
+    assert await call_all("X", thunks(calls)) == [("a", "a"), ("p", "plain"), ("b", "b")]
     assert seen == [("a", True), ("b", True)]
 
 
@@ -82,7 +88,7 @@ async def test_a_hook_that_awaits_midway_runs_with_the_later_ones_concurrently()
         ("sync-after", lambda: quick(log, "sync-after")),
         ("sets", sets),
     ]
-    results = await call_all("X", calls)
+    results = await call_all("X", thunks(calls))
     # producer order, whatever finished first
     assert results == [
         ("first", "first"),
@@ -96,7 +102,7 @@ async def test_a_hook_that_awaits_midway_runs_with_the_later_ones_concurrently()
 async def test_a_future_returned_by_a_producer_is_awaited() -> None:
     future = asyncio.get_running_loop().create_future()
     asyncio.get_running_loop().call_soon(future.set_result, "late")
-    assert await call_all("X", [("f", lambda: future), ("g", lambda: "now")]) == [
+    assert await call_all("X", thunks([("f", lambda: future), ("g", lambda: "now")])) == [
         ("f", "late"),
         ("g", "now"),
     ]
@@ -116,7 +122,7 @@ async def test_a_hook_raising_before_it_awaits_fails_the_point_and_later_hooks_n
         ("after", lambda: quick(log, "after")),
     ]
     with pytest.raises(End) as raised:
-        await call_all("STEP_START", calls)
+        await call_all("STEP_START", thunks(calls))
     found = failure(raised)
     assert (found.plugin_id, found.hook) == ("bad", "STEP_START")
     assert "ValueError: before any await" in found.message
@@ -143,12 +149,12 @@ async def test_a_hook_raising_after_it_awaited_fails_the_point_and_cancels_the_w
 
     # the raiser suspends first (it continues in the calling task) ...
     with pytest.raises(End) as raised:
-        await call_all("X", [("bad", bad), ("stuck", lambda: stuck("stuck"))])
+        await call_all("X", thunks([("bad", bad), ("stuck", lambda: stuck("stuck"))]))
     assert failure(raised).plugin_id == "bad" and "KeyError" in failure(raised).message
     assert cancelled == ["stuck"]
     # ... or a later one raises (in its own task) while the first still waits
     with pytest.raises(End) as raised:
-        await call_all("X", [("stuck", lambda: stuck("first")), ("bad", bad)])
+        await call_all("X", thunks([("stuck", lambda: stuck("first")), ("bad", bad)]))
     assert failure(raised).plugin_id == "bad"
     assert cancelled == ["stuck", "first"]
     assert asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]
@@ -176,7 +182,7 @@ async def test_cancelling_the_caller_during_a_mixed_set_cancels_every_waiting_ho
         ("w1", lambda: waiting("w1")),
         ("w2", lambda: waiting("w2")),
     ]
-    task = asyncio.create_task(call_all("X", calls))
+    task = asyncio.create_task(call_all("X", thunks(calls)))
     await asyncio.wait_for(both_waiting.wait(), timeout=5)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -207,7 +213,7 @@ async def test_a_hook_timeout_scope_times_out_inside_that_hook(position: str) ->
     calls: Calls = [("timed", timed), ("patient", patient)]
     if position == "started later":
         calls.reverse()
-    results = dict(await call_all("X", calls))
+    results = dict(await call_all("X", thunks(calls)))
     assert results == {"timed": "timed out", "patient": "released"}
     assert asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]
 
@@ -288,9 +294,9 @@ async def test_a_store_corrupt_a_producer_reads_is_the_stores_failure_not_the_pl
         raise ValueError("a plugin's own bug")
 
     with pytest.raises(StoreCorrupt, match="message row 2"):
-        await call_all("BEFORE_INFERENCE", [("p", reads_a_damaged_message)])
+        await call_all("BEFORE_INFERENCE", thunks([("p", reads_a_damaged_message)]))
     with pytest.raises(End) as raised:  # any other exception is still the plugin's
-        await call_all("BEFORE_INFERENCE", [("p", buggy)])
+        await call_all("BEFORE_INFERENCE", thunks([("p", buggy)]))
     assert failure(raised).plugin_id == "p" and "own bug" in failure(raised).message
 
 
@@ -340,3 +346,94 @@ async def test_gates_that_wait_still_deny_and_the_denied_call_never_runs(
     # every gate ran once, saw its own plugin id and the call's arguments
     args = {"path": "/etc/../etc/passwd"}
     assert sorted(seen) == [(p, p, args) for p in ("first", "second", "third")]
+
+
+async def test_observers_stop_conditions_actions_and_guards_that_wait_see_their_own_context(
+    make_runtime: Any, make_plugin: Any
+) -> None:
+    """Every producer kind takes its context as its argument: when the first plugin's
+    producer waits, the later ones start in Tasks with their own context, none is
+    dropped or run twice, and the tool still runs exactly once."""
+    from awaken_runtime import Complete, ScheduledAction, ScriptedTurn, Stopped, tool
+
+    ran: list[str] = []
+    seen: list[tuple[str, str, str]] = []  # (producer kind, plugin, what its context said)
+
+    @tool
+    def wipe(path: str) -> str:
+        """Delete a path."""
+        ran.append(path)
+        return "wiped"
+
+    def plugin(pid: str, waits: bool, stops: bool) -> Any:
+        async def pause() -> None:
+            if waits:
+                await asyncio.sleep(0)
+                await asyncio.sleep(0)
+
+        async def observe(ctx: PhaseContext) -> None:
+            await pause()
+            seen.append(("observer", pid, f"{ctx.plugin_id}:{ctx.tool_call.arguments}"))  # type: ignore[union-attr]
+
+        async def stop(ctx: PhaseContext) -> str | None:
+            await pause()
+            seen.append(("stop", pid, ctx.plugin_id))
+            return "enough" if stops else None
+
+        async def schedule(ctx: PhaseContext) -> HookReaction | None:
+            if ctx.run.step != 1:
+                return None
+            action = ScheduledAction(name=f"tick-{pid}", payload={"by": pid}, point=BI)
+            return HookReaction(schedule=[action])
+
+        async def tick(action: ScheduledAction, ctx: PhaseContext) -> None:
+            await pause()
+            seen.append(("action", pid, f"{ctx.plugin_id}:{action.payload['by']}"))
+
+        async def guard(ctx: PhaseContext) -> Any:
+            await pause()
+            seen.append(("guard", pid, ctx.plugin_id))
+            return Complete()
+
+        bound = CapabilityBound(
+            phase_hooks={PhaseHookPoint.STEP_START},
+            tool_observers=True,
+            stop_conditions=True,
+            action_handlers={f"tick-{pid}"},
+            run_end_guards=True,
+        )
+        contributions = Contributions(
+            phase_hooks={PhaseHookPoint.STEP_START: schedule},
+            tool_observers=[observe],
+            stop_conditions=[stop],
+            action_handlers={f"tick-{pid}": tick},
+            run_end_guards=[guard],
+        )
+        return make_plugin(pid, bound, contributions)
+
+    # One step with a tool call (observers, actions, stop conditions), then an answer
+    # (guards); "second" stops the run only once the guards have had their turn.
+    plugins = [plugin("first", True, False), plugin("second", False, False)]
+    plugins.append(plugin("third", False, False))
+    args = {"path": "/tmp/../etc"}
+    rig = make_runtime([ScriptedTurn.call("wipe", args), "done"], tools=[wipe], plugins=plugins)
+    state = await rig.run("go", thread_id="t")
+    assert state.end_cause.kind == "natural_end", state.end_cause
+    assert ran == ["/tmp/../etc"]
+    pids = ("first", "second", "third")
+    for kind, said in (
+        ("observer", lambda p: f"{p}:{args}"),
+        ("action", lambda p: f"{p}:{p}"),
+        ("guard", lambda p: p),
+    ):
+        assert sorted(s for s in seen if s[0] == kind) == [(kind, p, said(p)) for p in pids]
+    # stop conditions are asked after each step: the same three every time
+    stops = [s for s in seen if s[0] == "stop"]
+    assert stops and len(stops) % 3 == 0
+    assert all(who == ctx_id for _k, who, ctx_id in stops)
+
+    # a waiting plugin before the one that stops does not hide its reason
+    stopping = [plugin("first", True, False), plugin("second", False, True)]
+    rig = make_runtime([ScriptedTurn.call("wipe", args), "done"], tools=[wipe], plugins=stopping)
+    state = await rig.run("go", thread_id="t2")
+    assert state.end_cause == Stopped(reason="second: enough"), state.end_cause

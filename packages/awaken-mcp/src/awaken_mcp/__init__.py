@@ -66,4 +66,4 @@ __all__ = [
     "tool_id",
 ]
 
-__getattr__, __dir__ = lazy_names(__name__, _HOMES, __all__)
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)

@@ -43,4 +43,4 @@ __all__ = [
     "create_a2a_app",
 ]
 
-__getattr__, __dir__ = lazy_names(__name__, _HOMES, __all__)
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)

@@ -49,4 +49,4 @@ __all__ = [
     "updates_for",
 ]
 
-__getattr__, __dir__ = lazy_names(__name__, _HOMES, __all__)
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)

@@ -53,4 +53,4 @@ __all__ = [
 
 __version__ = "0.1.0"
 
-__getattr__, __dir__ = lazy_names(__name__, _HOMES, __all__)
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)

@@ -10,8 +10,7 @@ stays light; ``from awaken_runtime import X`` loads what ``X`` needs.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ._errors import (
@@ -200,19 +199,9 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 from ._exports import LAZY as _LAZY
+from ._lazy import lazy_names
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value  # later lookups skip __getattr__
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_names(__name__, {name: f".{home}" for name, home in _LAZY.items()})
 
 
 __all__ = [

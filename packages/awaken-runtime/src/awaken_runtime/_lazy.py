@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 __all__ = ["LazyModule", "lazy_names"]
@@ -43,18 +43,18 @@ class LazyModule:
 
 
 def lazy_names(
-    package: str, homes: Mapping[str, str], names: Iterable[str]
+    package: str, homes: Mapping[str, str]
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """A package's ``__getattr__`` and ``__dir__`` for names imported on first read.
+    """A package's ``__getattr__`` and ``__dir__`` (PEP 562) for names imported on first read.
 
-    ``homes`` maps each name to the submodule defining it (relative to
-    ``package``, e.g. ``"._app"``). The first-party add-ons use it so that the
+    ``homes`` maps each lazy name to the submodule defining it (relative to
+    ``package``, e.g. ``"._app"``). ``awaken_runtime`` and its ``stores`` use it
+    so that importing them stays light, and the first-party add-ons so that the
     ``awaken`` command and plugin discovery, which import them, do not import
     their libraries too::
 
-        __getattr__, __dir__ = lazy_names(__name__, _HOMES, __all__)
+        __getattr__, __dir__ = lazy_names(__name__, _HOMES)
     """
-    listed = frozenset(names)
 
     def __getattr__(name: str) -> Any:
         home = homes.get(name)
@@ -65,6 +65,6 @@ def lazy_names(
         return value
 
     def __dir__() -> list[str]:
-        return sorted({*vars(sys.modules[package]), *listed})
+        return sorted({*vars(sys.modules[package]), *homes})
 
     return __getattr__, __dir__

@@ -58,4 +58,4 @@ __all__ = [
     "problem_response",
 ]
 
-__getattr__, __dir__ = lazy_names(__name__, _HOMES, __all__)
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import operator
 import types
 from collections.abc import Callable, Coroutine, Generator
 from typing import Any, TypeAlias
@@ -131,9 +130,9 @@ def start_all(
     return _suspended(label, calls, results, pending)
 
 
-async def call_all(label: str, calls: list[tuple[str, Callable[[], Any]]]) -> list[tuple[str, Any]]:
-    """Run producer thunks (eagerly where they do not wait); ``(producer, result)`` in order."""
-    results = start_all(label, [(pid, operator.call, thunk) for pid, thunk in calls])
+async def call_all(label: str, calls: list[Producer]) -> list[tuple[str, Any]]:
+    """``start_all`` as one awaitable; ``(producer, result)`` in order."""
+    results = start_all(label, calls)
     if isinstance(results, list):
         return results
     return await results

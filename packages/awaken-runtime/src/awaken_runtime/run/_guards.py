@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING
 
 from ._phases import PhaseEngine
 from ._run_context import RunContext
-from ._signals import bind
 
 if TYPE_CHECKING:
     from ..plugins._gates import Steer
@@ -23,7 +22,7 @@ async def run_end_guards(ctx: RunContext, phases: PhaseEngine) -> Steer | None:
 
     for pid, guard in guards:
         ((_, decision),) = await phases.call_all(
-            "RUN_END_GUARD", [(pid, bind(guard, ctx.hook_context("run_end_guard", pid)))]
+            "RUN_END_GUARD", [(pid, guard, ctx.hook_context("run_end_guard", pid))]
         )
         if isinstance(decision, Steer):
             return decision

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from .._errors import StateConflictError
@@ -24,7 +25,7 @@ from ..lifecycle._failures import (
 from ..messages._message import Message, ToolCall, new_id
 from ..models._model import InferenceRequest, InferenceResponse
 from ..plugins._actions import ACTIONS_KEY, ScheduledAction
-from ..plugins._plugin import HookReaction, PhaseContext, PhaseHookPoint
+from ..plugins._plugin import HookReaction, PhaseHookPoint
 from ..state._effects import EFFECT_FAILURES_KEY, Effect
 from ..state._engine import Command, MergePolicy, Scope, StagedCommand
 from ..stores._errors import LeaseLost
@@ -34,7 +35,7 @@ from ..tools._tool import ToolOutput
 from ._bounds import check_bound
 from ._dispatch import Producer, call_all, start_all
 from ._run_context import RunContext
-from ._signals import End, bind2, fail, lease_lost, log
+from ._signals import End, fail, lease_lost, log
 
 __all__ = ["MAX_ACTION_ROUNDS", "RUNTIME", "PhaseEngine"]
 
@@ -126,7 +127,8 @@ class PhaseEngine:
     # -- hooks ---------------------------------------------------------------
 
     call_all = staticmethod(call_all)
-    """Run producer thunks of one point: eagerly, concurrently once one waits (``_dispatch``)."""
+    """Run the producers ``(id, fn, arg)`` of one point: eagerly, concurrently once one
+    waits (``_dispatch``)."""
 
     def collect(
         self,
@@ -265,15 +267,9 @@ class PhaseEngine:
             if ctx.effects or _ACTIONS_SLOT in ctx.engine.data:
                 await self.after_commit(point)
             return _NO_MESSAGES
-        # ``RunContext.hook_calls`` inlined (the hot path): one snapshot, run info and
-        # transcript view for every hook; contexts differ only in their plugin id.
-        store, info, view = ctx.engine.store, ctx.info(), ctx.transcript.view()
-        # The fields after plugin_id, in PhaseContext's order (positional: a keyword
-        # call of the dataclass __init__ costs more, once per hook).
-        rest = (request, response, tool_call, tool_output, ctx.children, ctx.decision, ctx.ticket)
-        calls: list[Producer] = []
-        for pid, hook in hooks:
-            calls.append((pid, hook, PhaseContext(point, store, info, view, pid, *rest)))
+        # One snapshot, run info and transcript view for every hook (positional: this
+        # is the hot path, and keywords cost more).
+        calls = ctx.hook_calls(point, hooks, request, response, tool_call, tool_output)
         reactions = start_all(_LABELS[point], calls)
         if not isinstance(reactions, list):
             reactions = await reactions
@@ -313,11 +309,11 @@ class PhaseEngine:
             if rounds == MAX_ACTION_ROUNDS:
                 break
             batch: list[StagedCommand] = []
-            calls = []
+            calls: list[Producer] = []
             for _aid, entry in due:
                 action = ScheduledAction.model_validate(entry["action"])
                 owner, handler = ctx.agent.action_handlers[action.name]
-                calls.append((owner, bind2(handler, action, ctx.hook_context(point, owner))))
+                calls.append((owner, partial(handler, action), ctx.hook_context(point, owner)))
             reactions = await self.call_all(f"action at {point.name}", calls)
             self.collect(point, reactions, batch)
             batch.append(self.actions_command([aid for aid, _ in due]))

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
-from functools import partial
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +41,7 @@ if TYPE_CHECKING:
     from ..stores._thread_store import ScopeBinding, ThreadStore
     from ..suspension._suspension import ResumeTicket
     from ..tools._tool import Tool, ToolOutput
+    from ._dispatch import Producer
     from ._stop import StopTracker
 
 __all__ = ["Emit", "Parked", "RunContext"]
@@ -251,36 +251,26 @@ class RunContext:
         response: InferenceResponse | None = None,
         tool_call: ToolCall | None = None,
         tool_output: ToolOutput | None = None,
-    ) -> list[tuple[str, Callable[[], Any]]]:
-        """The thunks running each of ``hooks`` at ``point`` on the same snapshot.
+    ) -> list[Producer]:
+        """The producers running each of ``hooks`` at ``point`` on the same snapshot.
 
         The snapshot, run info and transcript view are read once and shared;
         each hook's context differs only in its ``plugin_id``.
         """
         store, info, view = self.engine.store, self.info(), self.transcript.view()
-        children, decision, ticket = self.children, self.decision, self.ticket
+        # The fields after plugin_id, in PhaseContext's order (positional: a keyword call of
+        # the dataclass __init__ costs more, once per hook; PhaseEngine.phase runs this).
+        rest = (
+            request,
+            response,
+            tool_call,
+            tool_output,
+            self.children,
+            self.decision,
+            self.ticket,
+        )
         return [
-            (
-                pid,
-                partial(
-                    hook,
-                    PhaseContext(
-                        point,
-                        store,
-                        info,
-                        view,
-                        pid,
-                        request,
-                        response,
-                        tool_call,
-                        tool_output,
-                        children,
-                        decision,
-                        ticket,
-                    ),
-                ),
-            )
-            for pid, hook in hooks
+            (pid, hook, PhaseContext(point, store, info, view, pid, *rest)) for pid, hook in hooks
         ]
 
     # -- usage ---------------------------------------------------------------

@@ -1,23 +1,20 @@
-"""How the run's parts end a run and hand producers to the phase engine.
+"""How the run's parts end a run.
 
 ``End`` unwinds a run leg with its end cause (``fail`` for a typed failure);
 ``interrupted`` turns a task cancellation inside an armed await into a
-``Cancelled`` end; ``bind``/``bind2`` make the thunks ``PhaseEngine.call_all``
-runs.
+``Cancelled`` end.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 from ..lifecycle._failures import AbandonedFailure, Cancelled, EndCause, Error, LeaseLostFailure
 from ..tools._cancel import CancellationToken
 
-__all__ = ["End", "abandoned", "bind", "bind2", "fail", "interrupted", "lease_lost", "log"]
+__all__ = ["End", "abandoned", "fail", "interrupted", "lease_lost", "log"]
 
 log = logging.getLogger("awaken_runtime")
 
@@ -51,13 +48,3 @@ def interrupted(token: CancellationToken) -> BaseException:
         task.uncancel()
         return End(Cancelled())
     return asyncio.CancelledError()
-
-
-def bind(fn: Callable[[Any], Any], arg: Any) -> Callable[[], Any]:
-    """``fn(arg)`` as a thunk (for ``call_all``; a ``partial`` calls in C, a lambda does not)."""
-    return partial(fn, arg)
-
-
-def bind2(fn: Callable[[Any, Any], Any], a: Any, b: Any) -> Callable[[], Any]:
-    """``fn(a, b)`` as a thunk (for ``call_all``)."""
-    return partial(fn, a, b)
