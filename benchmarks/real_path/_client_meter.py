@@ -6,7 +6,8 @@ is the client's; so is the CPU of litellm's own threads (its logging pool,
 AnyIO's workers), of the tasks litellm starts on the loop, and of what it
 runs in the loop's default executor (``install_task_meter``). With
 ``settle`` set, the stream's end waits for those background tasks inside
-the client's window. What litellm keeps of a request (its stream, its
+the client's window (and with ``quiet``, then sleeps so the other process and
+threads finish too). What litellm keeps of a request (its stream, its
 logging record) is held until the next request and freed inside its window.
 ``record`` keeps one real stream so a cell can replay it with no client work
 at all (``evict``: after sweeping the caches).
@@ -88,6 +89,10 @@ class ClientMeter:
         # settle: at the stream's end, wait (inside the client's window) for the background
         # tasks litellm started, so its logging does not run beside awaken's next window
         self.settle = False
+        # quiet: after settling, pause this many seconds (asleep, inside the client's window)
+        # so the server process and the client's threads finish what the request left them
+        # and nothing runs beside awaken's next window
+        self.quiet = 0.0
         # litellm's objects of the last request (its stream, its logging record with the
         # copies of the messages), freed at the start of the next client window: a free
         # that falls in awaken's window (the last reference dropped by a finishing logging
@@ -105,10 +110,12 @@ class ClientMeter:
             self.gc += time.thread_time() - self._gc_start
 
     async def settled(self) -> None:
-        """With ``settle`` set, wait for litellm's background tasks (called inside a client
-        window, at the stream's end)."""
+        """With ``settle`` set, wait for litellm's background tasks, then sleep ``quiet``
+        seconds (called inside a client window, at the stream's end)."""
         while self.settle and self.background:
             await asyncio.gather(*self.background, return_exceptions=True)
+        if self.quiet:
+            time.sleep(self.quiet)  # blocking on purpose: the loop runs nothing meanwhile
 
     def executor_cpu(self) -> tuple[float, float]:
         """CPU in the default executor so far, work still running included: (the client's,

@@ -40,24 +40,31 @@ awaited at the stream's end, inside the client's window: litellm finishes
 each streamed request with success handlers on a task of its own, which
 copy the request's messages (10,000 of them) on a worker thread and so run
 beside awaken's next window, on the shared cores; settled, they do not.
+``quiet us/step`` settles too, then sleeps 30 ms inside the client's window,
+so whatever the request left to the server process (freeing its parsed
+2 MB body once it has answered) and to the client's threads is done before
+awaken's window opens: the real client's full request, with nothing
+running beside awaken.
 ``replayed us/step`` runs the same cell with ``litellm.acompletion``
 replaced by a replay of one recorded stream: awaken's step with no client
 work at all; ``swept us/step`` replays too, but each replayed call first
 copies a buffer several times the last-level cache, so awaken's next window
 starts as cold as after a real request. Side by side they split what grows
 with history in awaken's figure: the client's work beside it (real minus
-settled), what the client's passage leaves behind (settled minus replayed:
+settled; settled minus quiet is what the other process and threads still
+do beside it), what the client's passage leaves behind (settled minus replayed:
 awaken's windows take no more page faults or context switches at 10,000
 messages than at 0, but a large request evicts their working set, which a
 small one leaves partly cached) and awaken's own, warm (replayed) and cold
 (swept).
 
-Cells run interleaved (each real cell followed by its settled run and its
-two replays), 7 rounds of S=10 and 3 of S=100; the median round is reported. At
+Cells run interleaved (each real cell followed by its settled and quiet runs
+and its two replays), 7 rounds of S=10 and 3 of S=100; the median round is reported. At
 S=10 one of the nine measured intervals holds the run's first step (what a
 run does once, on its first step, is spread over fewer steps). Checks: at
 10,000 messages awaken's CPU per step is within 1.5x of 0 messages, with
-the real client, settled, replayed and swept.
+the real client (the issue's figure), settled, quiet, replayed and swept
+(the controls: diagnostics of where growth comes from).
 """
 
 from __future__ import annotations
@@ -82,11 +89,12 @@ SERVER_DIR = ROOT / "tests" / "runtime" / "models" / "litellm"
 HISTORY = (0, 1_000, 10_000)
 STEPS = (10, 100)
 # The control cells run after each real one: (what the check calls it, the meter's
-# settle, replay and evict); their columns follow the real cell's in that order.
+# settle, quiet, replay and evict); their columns follow the real cell's in that order.
 CONTROLS = (
-    ("with the client's logging settled", True, False, False),
-    ("with the client replayed", False, True, False),
-    ("with the client replayed, caches swept", False, True, True),
+    ("with the client's logging settled", True, 0.0, False, False),
+    ("settled, then quiet", True, 0.03, False, False),
+    ("with the client replayed", False, 0.0, True, False),
+    ("with the client replayed, caches swept", False, 0.0, True, True),
 )
 
 # The test server, answering every request with a tool call under a fresh id and
@@ -239,12 +247,13 @@ async def _main(quick: bool) -> tuple[list[list[Any]], list[tuple[str, bool]]]:
                         continue
                     for h in HISTORY:
                         cell = await _cell(store, base, meter, h, s, r)
-                        for k, (_, settle, replay, evict) in enumerate(CONTROLS, 1):
-                            meter.settle, meter.evict = settle, evict
+                        for k, (_, settle, quiet, replay, evict) in enumerate(CONTROLS, 1):
+                            meter.settle, meter.quiet, meter.evict = settle, quiet, evict
                             meter.replay = chunks if replay else None
                             control = await _cell(store, base, meter, h, s, r + k * rounds)
                             cell.append(control[0])
-                        meter.settle, meter.replay, meter.evict = False, None, False
+                        meter.settle, meter.quiet, meter.replay = False, 0.0, None
+                        meter.evict = False
                         samples.setdefault((h, s), []).append(cell)
             await store.close()
     finally:
@@ -289,10 +298,12 @@ def main() -> None:
             "body json us",
             "run start ms",
             "settled us/step",
+            "quiet us/step",
             "replayed us/step",
             "swept us/step",
             "awaken vs 0",
             "settled vs 0",
+            "quiet vs 0",
             "replayed vs 0",
             "swept vs 0",
         ],
@@ -309,6 +320,10 @@ def main() -> None:
             "logging (litellm's success handlers, which copy the request's messages on a worker "
             "thread) awaited inside the client's window at the stream's end, so it does not run "
             "beside awaken's next window",
+            "quiet = settled, then 30 ms asleep inside the client's window before awaken's "
+            "next one, so the server process and the client's threads are done too: no other "
+            "work beside awaken's window (its absolute figure is higher at every history: "
+            "after the pause awaken's window starts cold)",
             "replayed = awaken's CPU per step in the same cell with litellm.acompletion replaced "
             "by a replay of one recorded stream of the server (no client work, no server; the "
             "replayed call id repeats, so the runtime renames it every step)",
