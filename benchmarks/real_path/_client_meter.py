@@ -4,13 +4,14 @@
 the call and inside each streamed chunk's ``__anext__`` (and ``aclose``)
 is the client's; so is the CPU of litellm's own threads (its logging pool,
 AnyIO's workers), of the tasks litellm starts on the loop, and of what it
-runs in the loop's default executor (``install_task_meter``). With
-``settle`` set, the stream's end waits for those background tasks inside
-the client's window (and with ``quiet``, then sleeps so the other process and
-threads finish too). What litellm keeps of a request (its stream, its
-logging record) is held until the next request and freed inside its window.
-``record`` keeps one real stream so a cell can replay it with no client work
-at all (``evict``: after sweeping the caches).
+runs in the loop's default executor (``install_task_meter``). A ``Mode``
+says how the client is treated: as it is (``REAL``), with the stream's end
+waiting for those background tasks inside the client's window (``settle``,
+then ``quiet``: asleep so the other process and threads can finish too), or
+replayed from the one real stream ``record`` kept, with no client work at
+all (``evict``: after sweeping the caches). What litellm keeps of a request
+(its stream, its logging record) is held until the next request and freed
+inside its window.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import asyncio
 import collections.abc
 import concurrent.futures
 import contextlib
+import dataclasses
 import functools
 import gc
 import threading
@@ -28,7 +30,28 @@ from typing import Any
 
 from _section import cpu_seconds
 
-__all__ = ["ClientMeter", "install_task_meter", "record"]
+__all__ = ["REAL", "ClientMeter", "Mode", "install_task_meter", "record"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Mode:
+    """How the meter treats the provider client for one cell."""
+
+    settle: bool = False
+    """At the stream's end, wait (inside the client's window) for the background tasks
+    litellm started, so its logging does not run beside awaken's next window."""
+    quiet: float = 0.0
+    """Then sleep this many seconds, once per request, still inside the client's window,
+    so the server process and the client's threads can finish what the request left."""
+    replay: bool = False
+    """Replay the recorded stream instead of calling litellm (no client work at all)."""
+    evict: bool = False
+    """A replayed call first sweeps a buffer larger than the last-level cache, leaving
+    awaken's next window cold as a real request's passage does."""
+
+
+REAL = Mode()
+"""The client as it is."""
 
 
 class _ThreadsClock:
@@ -82,17 +105,8 @@ class ClientMeter:
         self.awaken_at_start: list[float] = []
         self.client_at_start: list[float] = []
         self.body: list[dict[str, Any]] | None = None
-        self.replay: list[Any] | None = None  # chunks to replay instead of calling litellm
-        # evict: a replayed call first sweeps a buffer larger than the last-level cache,
-        # leaving awaken's next window cold as a real request's passage does
-        self.evict = False
-        # settle: at the stream's end, wait (inside the client's window) for the background
-        # tasks litellm started, so its logging does not run beside awaken's next window
-        self.settle = False
-        # quiet: after settling, pause this many seconds (asleep, inside the client's window)
-        # so the server process and the client's threads finish what the request left them
-        # and nothing runs beside awaken's next window
-        self.quiet = 0.0
+        self.mode = REAL
+        self.chunks: list[Any] = []  # the recorded stream a replaying mode plays back
         # litellm's objects of the last request (its stream, its logging record with the
         # copies of the messages), freed at the start of the next client window: a free
         # that falls in awaken's window (the last reference dropped by a finishing logging
@@ -109,13 +123,13 @@ class ClientMeter:
         else:
             self.gc += time.thread_time() - self._gc_start
 
-    async def settled(self) -> None:
-        """With ``settle`` set, wait for litellm's background tasks, then sleep ``quiet``
-        seconds (called inside a client window, at the stream's end)."""
-        while self.settle and self.background:
+    async def settled(self, *, quiet: bool) -> None:
+        """With ``settle`` set, wait for litellm's background tasks, then (``quiet``) sleep
+        the mode's ``quiet`` seconds; called inside a client window, at the stream's end."""
+        while self.mode.settle and self.background:
             await asyncio.gather(*self.background, return_exceptions=True)
-        if self.quiet:
-            time.sleep(self.quiet)  # blocking on purpose: the loop runs nothing meanwhile
+        if quiet and self.mode.quiet:
+            time.sleep(self.mode.quiet)  # blocking on purpose: the loop runs nothing meanwhile
 
     def executor_cpu(self) -> tuple[float, float]:
         """CPU in the default executor so far, work still running included: (the client's,
@@ -147,8 +161,8 @@ class ClientMeter:
             meter.body = kwargs.get("messages")
             meter.inside = True
             try:
-                if meter.replay:
-                    response = _Replay(meter.replay, evict=meter.evict)
+                if meter.mode.replay:
+                    response = _Replay(meter.chunks, evict=meter.mode.evict)
                 else:
                     response = await real(**kwargs)
             finally:
@@ -293,6 +307,7 @@ class _TimedStream:
         self._inner = inner
         self._iter = inner.__aiter__()
         self._meter = meter
+        self._quieted = False  # the stream's end and its close both settle; one sleep
         meter.held += (inner, getattr(inner, "logging_obj", None))
 
     def __aiter__(self) -> _TimedStream:
@@ -305,11 +320,15 @@ class _TimedStream:
             try:
                 return await self._iter.__anext__()
             except StopAsyncIteration:
-                await self._meter.settled()
+                await self._settled()
                 raise
         finally:
             self._meter.inside = False
             self._meter.client += time.thread_time() - start
+
+    async def _settled(self) -> None:
+        await self._meter.settled(quiet=not self._quieted)
+        self._quieted = True
 
     async def aclose(self) -> None:
         close = getattr(self._inner, "aclose", None)
@@ -318,7 +337,7 @@ class _TimedStream:
         try:
             if close is not None:
                 await close()
-            await self._meter.settled()
+            await self._settled()
             self._inner = self._iter = None  # only ``held`` keeps litellm's stream now
         finally:
             self._meter.inside = False

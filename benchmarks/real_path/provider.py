@@ -41,10 +41,10 @@ each streamed request with success handlers on a task of its own, which
 copy the request's messages (10,000 of them) on a worker thread and so run
 beside awaken's next window, on the shared cores; settled, they do not.
 ``quiet us/step`` settles too, then sleeps 30 ms inside the client's window,
-so whatever the request left to the server process (freeing its parsed
-2 MB body once it has answered) and to the client's threads is done before
-awaken's window opens: the real client's full request, with nothing
-running beside awaken.
+so the server process (freeing its parsed 2 MB body once it has answered)
+and the client's threads have time to finish what the request left them
+before awaken's window opens: the real client's full request, with nothing
+meant to run beside awaken.
 ``replayed us/step`` runs the same cell with ``litellm.acompletion``
 replaced by a replay of one recorded stream: awaken's step with no client
 work at all; ``swept us/step`` replays too, but each replayed call first
@@ -79,22 +79,62 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from _client_meter import ClientMeter, install_task_meter, record
+from _client_meter import REAL, ClientMeter, Mode, install_task_meter, record
 from _section import cpu_seconds, emit, parse
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER_DIR = ROOT / "tests" / "runtime" / "models" / "litellm"
 HISTORY = (0, 1_000, 10_000)
 STEPS = (10, 100)
-# The control cells run after each real one: (what the check calls it, the meter's
-# settle, quiet, replay and evict); their columns follow the real cell's in that order.
+
+
+class Control(NamedTuple):
+    """A cell run again right after each real one, with the client treated otherwise."""
+
+    column: str
+    """The short name its two columns (``us/step``, ``vs 0``) and its note start with."""
+    check: str
+    """What its check calls it."""
+    mode: Mode
+    note: str
+
+
 CONTROLS = (
-    ("with the client's logging settled", True, 0.0, False, False),
-    ("settled, then quiet", True, 0.03, False, False),
-    ("with the client replayed", False, 0.0, True, False),
-    ("with the client replayed, caches swept", False, 0.0, True, True),
+    Control(
+        "settled",
+        "with the client's logging settled",
+        Mode(settle=True),
+        "awaken's CPU per step in the same cell with the client's background logging "
+        "(litellm's success handlers, which copy the request's messages on a worker thread) "
+        "awaited inside the client's window at the stream's end, so it does not run beside "
+        "awaken's next window",
+    ),
+    Control(
+        "quiet",
+        "settled, then quiet",
+        Mode(settle=True, quiet=0.03),
+        "settled, then 30 ms asleep inside the client's window before awaken's next one, so "
+        "the server process and the client's threads have time to finish too: nothing meant "
+        "to run beside awaken's window (its absolute figure is higher at every history: "
+        "after the pause awaken's window starts cold)",
+    ),
+    Control(
+        "replayed",
+        "with the client replayed",
+        Mode(replay=True),
+        "awaken's CPU per step in the same cell with litellm.acompletion replaced by a replay "
+        "of one recorded stream of the server (no client work, no server; the replayed call "
+        "id repeats, so the runtime renames it every step)",
+    ),
+    Control(
+        "swept",
+        "with the client replayed, caches swept",
+        Mode(replay=True, evict=True),
+        "replayed, with the caches swept (a 48 MB buffer copied into another) inside each "
+        "replayed call: awaken's next window starts cold, as after a real request",
+    ),
 )
 
 # The test server, answering every request with a tool call under a fresh id and
@@ -232,8 +272,8 @@ async def _main(quick: bool) -> tuple[list[list[Any]], list[tuple[str, bool]]]:
     rounds = 1 if quick else 7
     steps = (10,) if quick else STEPS
     proc, base = _start_server()
-    chunks = await record(litellm, base)
     meter = ClientMeter()
+    meter.chunks = await record(litellm, base)
     meter.install(litellm)
     install_task_meter(meter)
     samples: dict[tuple[int, int], list[list[float]]] = {}
@@ -247,13 +287,11 @@ async def _main(quick: bool) -> tuple[list[list[Any]], list[tuple[str, bool]]]:
                         continue
                     for h in HISTORY:
                         cell = await _cell(store, base, meter, h, s, r)
-                        for k, (_, settle, quiet, replay, evict) in enumerate(CONTROLS, 1):
-                            meter.settle, meter.quiet, meter.evict = settle, quiet, evict
-                            meter.replay = chunks if replay else None
-                            control = await _cell(store, base, meter, h, s, r + k * rounds)
-                            cell.append(control[0])
-                        meter.settle, meter.quiet, meter.replay = False, 0.0, None
-                        meter.evict = False
+                        for k, control in enumerate(CONTROLS, 1):
+                            meter.mode = control.mode
+                            again = await _cell(store, base, meter, h, s, r + k * rounds)
+                            cell.append(again[0])
+                        meter.mode = REAL
                         samples.setdefault((h, s), []).append(cell)
             await store.close()
     finally:
@@ -261,7 +299,7 @@ async def _main(quick: bool) -> tuple[list[list[Any]], list[tuple[str, bool]]]:
         proc.wait()
     rows = []
     # awaken's CPU per step (real client), then each control's: (history, S) -> µs
-    labels = ["at 10,000 messages", *(f"{name} at 10,000" for name, *_ in CONTROLS)]
+    labels = ["at 10,000 messages", *(f"{c.check} at 10,000" for c in CONTROLS)]
     figures: list[dict[tuple[int, int], float]] = [{} for _ in labels]
     for (h, s), cells in sorted(samples.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         median = [statistics.median(col) for col in zip(*cells, strict=True)]
@@ -297,15 +335,9 @@ def main() -> None:
             "body KB",
             "body json us",
             "run start ms",
-            "settled us/step",
-            "quiet us/step",
-            "replayed us/step",
-            "swept us/step",
+            *(f"{c.column} us/step" for c in CONTROLS),
             "awaken vs 0",
-            "settled vs 0",
-            "quiet vs 0",
-            "replayed vs 0",
-            "swept vs 0",
+            *(f"{c.column} vs 0" for c in CONTROLS),
         ],
         rows=rows,
         checks=checks,
@@ -316,20 +348,7 @@ def main() -> None:
             "other = the process's CPU that is neither's (the default executor around litellm's "
             "jobs, thread hand-offs)",
             "gc = the cyclic collector's CPU outside the client's windows (part of awaken)",
-            "settled = awaken's CPU per step in the same cell with the client's background "
-            "logging (litellm's success handlers, which copy the request's messages on a worker "
-            "thread) awaited inside the client's window at the stream's end, so it does not run "
-            "beside awaken's next window",
-            "quiet = settled, then 30 ms asleep inside the client's window before awaken's "
-            "next one, so the server process and the client's threads are done too: no other "
-            "work beside awaken's window (its absolute figure is higher at every history: "
-            "after the pause awaken's window starts cold)",
-            "replayed = awaken's CPU per step in the same cell with litellm.acompletion replaced "
-            "by a replay of one recorded stream of the server (no client work, no server; the "
-            "replayed call id repeats, so the runtime renames it every step)",
-            "swept = replayed, with the caches swept (a 48 MB buffer copied into another) "
-            "inside each replayed call: awaken's next window starts cold, as after a real "
-            "request",
+            *(f"{c.column} = {c.note}" for c in CONTROLS),
         ],
     )
 
