@@ -227,21 +227,7 @@ class RunContext:
         tool_output: ToolOutput | None = None,
     ) -> PhaseContext:
         """The read-only context one hook of ``plugin_id`` gets at ``point``."""
-        # Positional, in field order: keywords make the dataclass __init__ slower per call.
-        return PhaseContext(
-            point,
-            self.engine.store,
-            self.info(),
-            self.transcript.view(),
-            plugin_id,
-            request,
-            response,
-            tool_call,
-            tool_output,
-            self.children,
-            self.decision,
-            self.ticket,
-        )
+        return self.contexts(point, (plugin_id,), request, response, tool_call, tool_output)[0]
 
     def hook_calls(
         self,
@@ -252,10 +238,24 @@ class RunContext:
         tool_call: ToolCall | None = None,
         tool_output: ToolOutput | None = None,
     ) -> list[Producer]:
-        """The producers running each of ``hooks`` at ``point`` on the same snapshot.
+        """The producers running each of ``hooks`` at ``point`` on the same snapshot."""
+        pids = [pid for pid, _ in hooks]
+        contexts = self.contexts(point, pids, request, response, tool_call, tool_output)
+        return [(pid, hook, c) for (pid, hook), c in zip(hooks, contexts, strict=True)]
+
+    def contexts(
+        self,
+        point: PhaseHookPoint | str,
+        plugin_ids: Sequence[str],
+        request: InferenceRequest | None = None,
+        response: InferenceResponse | None = None,
+        tool_call: ToolCall | None = None,
+        tool_output: ToolOutput | None = None,
+    ) -> list[PhaseContext]:
+        """One read-only context per plugin in ``plugin_ids`` at ``point``, on one snapshot.
 
         The snapshot, run info and transcript view are read once and shared;
-        each hook's context differs only in its ``plugin_id``.
+        the contexts differ only in their ``plugin_id``.
         """
         store, info, view = self.engine.store, self.info(), self.transcript.view()
         # The fields after plugin_id, in PhaseContext's order (positional: a keyword call of
@@ -269,9 +269,7 @@ class RunContext:
             self.decision,
             self.ticket,
         )
-        return [
-            (pid, hook, PhaseContext(point, store, info, view, pid, *rest)) for pid, hook in hooks
-        ]
+        return [PhaseContext(point, store, info, view, pid, *rest) for pid in plugin_ids]
 
     # -- usage ---------------------------------------------------------------
 

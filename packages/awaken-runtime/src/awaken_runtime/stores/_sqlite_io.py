@@ -10,12 +10,18 @@ them durable together or not at all; nobody hears an outcome before it. If
 the shared transaction itself fails (disk full, a busy database), each
 operation is run again alone, so every caller gets the outcome it would
 have had on its own.
+
+A store dropped without ``close()`` closes its connection when it is freed:
+CPython's ``sqlite3.Connection`` is in a reference cycle with its own statement
+cache, so left to itself it would stay open (its file, its write-ahead log)
+until the cyclic collector's next full pass.
 """
 
 from __future__ import annotations
 
 import contextlib
 import sqlite3
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -34,6 +40,8 @@ class SQLiteIO:
         self.path = path
         self.conn = conn
         self.worker = StoreWorker(f"awaken-sqlite:{path}", self._run_batch)
+        # Not at exit: a daemon thread may still be using the connection then.
+        weakref.finalize(self, conn.close).atexit = False
 
     async def read(self, action: str, fn: Callable[[sqlite3.Cursor], T]) -> T:
         """``fn(cursor)`` in a read transaction."""

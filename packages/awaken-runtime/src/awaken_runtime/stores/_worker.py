@@ -8,7 +8,11 @@ of fsyncs (files). Results go back to each caller's event loop with one
 wake-up per batch and loop, not one per job.
 
 The thread starts on the first job and exits after a short idle time, so an
-unclosed store holds no thread for long.
+unclosed store holds no thread for long. The worker holds its store's
+``run_batch`` weakly and its thread keeps no job once a batch is delivered, so
+an unclosed store that nobody references is freed at once (its connection or
+files closed) rather than at the cyclic collector's next full pass, and its
+worker closes with it.
 """
 
 from __future__ import annotations
@@ -69,7 +73,16 @@ class StoreWorker:
 
     def __init__(self, name: str, run_batch: Callable[[Sequence[Job]], None]) -> None:
         self._name = name
-        self._run_batch = run_batch
+        # A bound method of the store's I/O object, which holds this worker: held weakly,
+        # so the pair is not a reference cycle, and the worker closes when its owner goes.
+        owner = getattr(run_batch, "__self__", None)
+        if owner is not None:
+            self._run_batch: Callable[[], Callable[[Sequence[Job]], None] | None] = (
+                weakref.WeakMethod(run_batch)
+            )
+            weakref.finalize(owner, self.close).atexit = False
+        else:
+            self._run_batch = lambda: run_batch
         self._queue: deque[Job] = deque()
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
@@ -135,20 +148,30 @@ class StoreWorker:
                     return
                 batch = list(queue)
                 queue.clear()
-            try:
-                self._run_batch(batch)
-            except BaseException as exc:  # a bug in run_batch: fail the batch, keep serving
-                for job in batch:
-                    if not job.done:
-                        job.finish(error=exc)
-            by_loop: dict[asyncio.AbstractEventLoop, list[Job]] = {}
+            self._serve(batch)
+            # Nothing of the batch stays on this frame while it idles: a job's fn may
+            # reference the store, which would otherwise outlive its last user.
+            del batch
+
+    def _serve(self, batch: list[Job]) -> None:
+        run_batch = self._run_batch()
+        try:
+            if run_batch is None:  # the store was freed with jobs queued (nobody awaits them)
+                raise RuntimeError(f"{self._name} was garbage-collected before it ran its jobs")
+            run_batch(batch)
+        except BaseException as exc:  # a bug in run_batch: fail the batch, keep serving
             for job in batch:
-                if job.loop is not None:
-                    by_loop.setdefault(job.loop, []).append(job)
-            for loop, jobs in by_loop.items():
-                # A RuntimeError: the caller's loop has closed, nobody is waiting.
-                with contextlib.suppress(RuntimeError):
-                    loop.call_soon_threadsafe(_deliver, jobs)
+                if not job.done:
+                    job.finish(error=exc)
+        del run_batch
+        by_loop: dict[asyncio.AbstractEventLoop, list[Job]] = {}
+        for job in batch:
+            if job.loop is not None:
+                by_loop.setdefault(job.loop, []).append(job)
+        for loop, jobs in by_loop.items():
+            # A RuntimeError: the caller's loop has closed, nobody is waiting.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(_deliver, jobs)
 
 
 def _reset_after_fork() -> None:

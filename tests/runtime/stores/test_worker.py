@@ -1,0 +1,105 @@
+"""A durable store's I/O thread does not keep an unclosed store alive.
+
+A user who drops a store without ``close()`` gets it freed as soon as the last
+reference goes (its SQLite connection with it), not at the cyclic collector's
+next full pass, and the store's thread ends instead of idling on a store nobody
+can reach. The collector is off in these tests, so only reference counting can
+free anything.
+"""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from awaken_runtime import Message
+from awaken_runtime.stores import FileStore, SQLiteStore
+from awaken_runtime.stores._worker import Job, StoreWorker
+from awaken_store_conformance import binding
+
+KINDS = ["sqlite", "file"]
+
+
+@pytest.fixture
+def no_collector() -> Iterator[None]:
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _open(kind: str, tmp_path: Path) -> Any:
+    return SQLiteStore(tmp_path / "a.db") if kind == "sqlite" else FileStore(tmp_path / "f")
+
+
+async def _with_thread(kind: str, tmp_path: Path, *texts: str) -> Any:
+    """A store holding thread ``t1`` with one user message per text."""
+    store = _open(kind, tmp_path)
+    await store.commit(binding("t1"), 0, tuple(Message.user(t) for t in texts), [])
+    return store
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_dropped_unclosed_store_is_freed_and_its_thread_ends(
+    kind: str, tmp_path: Path, no_collector: None
+) -> None:
+    store = await _with_thread(kind, tmp_path, "hi")
+    assert [m.text for m in (await store.load(binding("t1"))).messages] == ["hi"]
+    worker: StoreWorker = store._io.worker
+    thread = worker._thread
+    assert thread is not None and thread.is_alive()  # the last job's thread idles
+    freed = weakref.ref(store)
+    io_freed = weakref.ref(store._io)
+    wal = tmp_path / "a.db-wal"
+    assert kind != "sqlite" or wal.exists()  # WAL mode: the file lives while a connection does
+
+    del store
+
+    assert freed() is None
+    assert io_freed() is None
+    # The last connection's close checkpoints the log and removes it: closed, not leaked.
+    assert not wal.exists()
+    assert worker._closed
+    thread.join(timeout=30)  # woken by the close, not by the idle timeout
+    assert not thread.is_alive()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_the_data_of_a_dropped_store_is_all_there_when_reopened(
+    kind: str, tmp_path: Path, no_collector: None
+) -> None:
+    store = await _with_thread(kind, tmp_path, "one", "two")
+    del store
+    again = _open(kind, tmp_path)
+    try:
+        assert [m.text for m in (await again.load(binding("t1"))).messages] == ["one", "two"]
+    finally:
+        await again.close()
+
+
+def test_a_worker_of_a_plain_function_keeps_it() -> None:
+    """A ``run_batch`` that is not a bound method (nothing owns it) is held strongly."""
+    seen: list[int] = []
+
+    def run_batch(jobs: Sequence[Job]) -> None:
+        for job in jobs:
+            job.finish(job.fn())
+            seen.append(job.result)
+
+    worker = StoreWorker("plain", run_batch)
+    del run_batch
+    gc.collect()
+    job = Job("op", lambda: 7, "compute")
+    worker.submit(job)
+    thread = worker._thread
+    assert thread is not None
+    worker.close()
+    thread.join(timeout=30)
+    assert seen == [7] and job.done and job.result == 7
