@@ -13,11 +13,15 @@ Run::
     hatch run bench:python benchmarks/real_path --only plugins load
     hatch run bench:python benchmarks/real_path --quick        # smoke run
     hatch run bench:python benchmarks/real_path --src /work/old --label before
+    hatch run bench:python benchmarks/real_path --only imports --beside /work/old
 
 ``--src ROOT`` measures another checkout (its ``packages/*/src`` go first on
 ``PYTHONPATH``) with this checkout's harness, so "before" and "after" come
 from the same command. ``--compare FILE`` prints a stored result's rows next
-to this run's. The bench env is the one with LangGraph (the concurrency
+to this run's. ``--beside ROOT`` hands another checkout to the sections
+that can measure it in the same run, interleaved with this one (``imports``:
+a fresh interpreter's figures drift too much between runs on a shared machine
+for two runs' ratios to compare). The bench env is the one with LangGraph (the concurrency
 section's reference).
 """
 
@@ -38,12 +42,18 @@ RESULTS = HERE.parent / "results"
 SECTIONS = ["provider", "plugins", "concurrency", "load", "compact", "imports"]
 
 
-def _env(src: str | None) -> dict[str, str]:
+def _sources(root: str) -> list[str]:
+    """A checkout's package source folders, as ``PYTHONPATH`` entries."""
+    return [str(p) for p in sorted(Path(root, "packages").glob("*/src"))]
+
+
+def _env(src: str | None, beside: str | None = None) -> dict[str, str]:
     env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True")
-    paths = [str(HERE)]
-    if src:
-        paths += [str(p) for p in sorted(Path(src, "packages").glob("*/src"))]
+    paths = [str(HERE), *(_sources(src) if src else [])]
     env["PYTHONPATH"] = os.pathsep.join([*paths, env.get("PYTHONPATH", "")])
+    if beside:
+        env["REAL_PATH_BESIDE"] = os.pathsep.join(_sources(beside))
+        env["REAL_PATH_BESIDE_LABEL"] = beside
     return env
 
 
@@ -54,7 +64,7 @@ def _run_section(name: str, args: argparse.Namespace) -> dict[str, Any]:
         cmd = [sys.executable, str(script), "--json-out", str(out)]
         if args.quick:
             cmd.append("--quick")
-        proc = subprocess.run(cmd, env=_env(args.src), capture_output=True, text=True)
+        proc = subprocess.run(cmd, env=_env(args.src, args.beside), capture_output=True, text=True)
         if proc.returncode != 0 or not out.exists():
             return {
                 "title": name,
@@ -104,6 +114,9 @@ def main() -> None:
     parser.add_argument("--src", help="a checkout root to measure instead of this one")
     parser.add_argument("--label", default="", help="name of this measurement (file suffix)")
     parser.add_argument("--compare", help="a stored real_path JSON to print beside this run")
+    parser.add_argument(
+        "--beside", help="a checkout root the imports section measures in the same run"
+    )
     args = parser.parse_args()
     before = json.loads(Path(args.compare).read_text()) if args.compare else {}
     results: dict[str, Any] = {

@@ -18,7 +18,13 @@ Two control rows split the working import's figure (neither is checked):
   no runtime built and no run, to split importing and defining awaken's types
   from building the runtime and running it.
 
-Both run with a bytecode cache (in a temporary ``PYTHONPYCACHEPREFIX``, filled by
+With ``--beside ROOT`` (the driver's), one more row times the working import
+of that checkout (its package sources first on ``PYTHONPATH``, its own bytecode
+cache) in the same interleaved rounds, with the per-round ratio of the two in
+a note: the baseline of two separate runs can differ by a fifth on a shared
+machine, which moves each run's ratio more than the change being compared.
+
+All run with a bytecode cache (in a temporary ``PYTHONPYCACHEPREFIX``, filled by
 the warm-up runs), as an installed package has: the libraries of the baseline load
 from the ``.pyc`` files their installer wrote, while a source checkout under
 ``PYTHONDONTWRITEBYTECODE=1`` (set on this machine) would recompile every awaken
@@ -89,6 +95,9 @@ CASES = {
 }
 
 
+BESIDE = "working import, beside"
+
+
 def _time(code: str, env: dict[str, str]) -> float:
     start = time.perf_counter()
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, env=env)
@@ -98,17 +107,36 @@ def _time(code: str, env: dict[str, str]) -> float:
 def main() -> None:
     args = parse(__doc__)
     n = 3 if args.quick else 7
-    times: dict[str, list[float]] = {name: [] for name in CASES}
-    with tempfile.TemporaryDirectory(prefix="awaken-pyc-") as cache:
+    beside = os.environ.get("REAL_PATH_BESIDE")
+    with (
+        tempfile.TemporaryDirectory(prefix="awaken-pyc-") as cache,
+        tempfile.TemporaryDirectory(prefix="awaken-pyc-beside-") as beside_cache,
+    ):
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         env["PYTHONPYCACHEPREFIX"] = cache
-        for code in CASES.values():  # warm the OS file cache and the bytecode cache
-            _time(code, env)
+        cases = {name: (code, env) for name, code in CASES.items()}
+        if beside:
+            beside_env = dict(env, PYTHONPYCACHEPREFIX=beside_cache)
+            beside_env["PYTHONPATH"] = os.pathsep.join([beside, env.get("PYTHONPATH", "")])
+            cases[BESIDE] = (WORKING, beside_env)
+        times: dict[str, list[float]] = {name: [] for name in cases}
+        for code, case_env in cases.values():  # warm the OS file cache and the bytecode caches
+            _time(code, case_env)
         for _ in range(n):
-            for name, code in CASES.items():
-                times[name].append(_time(code, env))
+            for name, (code, case_env) in cases.items():
+                times[name].append(_time(code, case_env))
     med = {name: statistics.median(t) for name, t in times.items()}
     b, w, floor = med["baseline"], med["working import"], med["one pydantic model (control)"]
+    notes = []
+    if beside:
+        label = os.environ.get("REAL_PATH_BESIDE_LABEL", "the other checkout")
+        paired = statistics.median(
+            a / o for a, o in zip(times["working import"], times[BESIDE], strict=True)
+        )
+        notes.append(
+            f"'{BESIDE}': the working import of {label}, in the same rounds; this checkout's "
+            f"over it, per round: {paired:.2f}x"
+        )
     emit(
         args,
         title="working import (builder + tool + model + one scripted run), fresh interpreters",
@@ -116,6 +144,7 @@ def main() -> None:
         rows=[[name, t * 1e3, n, t / b] for name, t in med.items()],
         checks=[(f"working import <= 1.5x baseline ({w / b:.2f}x)", w / b <= 1.5)],
         notes=[
+            *notes,
             "all with a bytecode cache (a temporary PYTHONPYCACHEPREFIX), as installed",
             f"awaken's own share (working import - one pydantic model): {(w - floor) * 1e3:.0f} ms"
             f" = {(w - floor) / b:.2f}x the baseline; the target leaves it "
