@@ -9,7 +9,9 @@ free anything.
 
 from __future__ import annotations
 
+import asyncio
 import gc
+import threading
 import weakref
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -46,6 +48,15 @@ async def _with_thread(kind: str, tmp_path: Path, *texts: str) -> Any:
     return store
 
 
+async def _reopened_texts(kind: str, tmp_path: Path) -> list[str]:
+    """Thread ``t1``'s texts as a new store object over the same files reads them."""
+    again = _open(kind, tmp_path)
+    try:
+        return [m.text for m in (await again.load(binding("t1"))).messages]
+    finally:
+        await again.close()
+
+
 @pytest.mark.parametrize("kind", KINDS)
 async def test_a_dropped_unclosed_store_is_freed_and_its_thread_ends(
     kind: str, tmp_path: Path, no_collector: None
@@ -67,8 +78,53 @@ async def test_a_dropped_unclosed_store_is_freed_and_its_thread_ends(
     # The last connection's close checkpoints the log and removes it: closed, not leaked.
     assert not wal.exists()
     assert worker._closed
-    thread.join(timeout=30)  # woken by the close, not by the idle timeout
+    thread.join(timeout=30)  # the close wakes it (the idle timeout would end it later)
     assert not thread.is_alive()
+
+
+def _hold(store: Any) -> threading.Event:
+    """Keep the store's thread busy until the event is set, so the next jobs queue up."""
+    release = threading.Event()
+    kind = "raw" if isinstance(store, SQLiteStore) else "op"
+    store._io.worker.submit(Job(kind, release.wait, "hold the thread"))
+    return release
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_commit_queued_when_the_last_outside_reference_goes_still_lands(
+    kind: str, tmp_path: Path, no_collector: None
+) -> None:
+    store = await _with_thread(kind, tmp_path, "one")
+    release = _hold(store)
+    commit = asyncio.create_task(store.commit(binding("t1"), 1, (Message.user("two"),), []))
+    await asyncio.sleep(0.05)  # the commit is queued behind the held thread
+    freed = weakref.ref(store)
+    del store  # only the commit in flight holds the store now
+    assert freed() is not None
+    release.set()
+    await commit
+    assert freed() is None  # and once it has landed, nothing does
+    assert await _reopened_texts(kind, tmp_path) == ["one", "two"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_job_nobody_owns_after_its_store_is_freed_fails_instead_of_hanging(
+    kind: str, tmp_path: Path, no_collector: None
+) -> None:
+    store = await _with_thread(kind, tmp_path, "one")
+    release = _hold(store)
+    loop = asyncio.get_running_loop()
+    orphan = Job("raw" if kind == "sqlite" else "op", lambda: "ran", "orphan", loop)
+    orphan.future = loop.create_future()
+    store._io.worker.submit(orphan)  # submitted past the store: nothing awaits with it
+    freed = weakref.ref(store)
+    del store
+    release.set()
+    with pytest.raises(RuntimeError, match="garbage-collected before it ran its jobs"):
+        await asyncio.wait_for(orphan.future, 30)
+    assert freed() is None
+    with pytest.raises(RuntimeError, match="has finished"):
+        orphan.fn()  # a finished job's work is gone: it cannot run twice
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -77,11 +133,7 @@ async def test_the_data_of_a_dropped_store_is_all_there_when_reopened(
 ) -> None:
     store = await _with_thread(kind, tmp_path, "one", "two")
     del store
-    again = _open(kind, tmp_path)
-    try:
-        assert [m.text for m in (await again.load(binding("t1"))).messages] == ["one", "two"]
-    finally:
-        await again.close()
+    assert await _reopened_texts(kind, tmp_path) == ["one", "two"]
 
 
 def test_a_worker_of_a_plain_function_keeps_it() -> None:

@@ -227,7 +227,10 @@ class RunContext:
         tool_output: ToolOutput | None = None,
     ) -> PhaseContext:
         """The read-only context one hook of ``plugin_id`` gets at ``point``."""
-        return self.contexts(point, (plugin_id,), request, response, tool_call, tool_output)[0]
+        rest = self._after_plugin_id(request, response, tool_call, tool_output)
+        return PhaseContext(
+            point, self.engine.store, self.info(), self.transcript.view(), plugin_id, *rest
+        )
 
     def hook_calls(
         self,
@@ -238,29 +241,28 @@ class RunContext:
         tool_call: ToolCall | None = None,
         tool_output: ToolOutput | None = None,
     ) -> list[Producer]:
-        """The producers running each of ``hooks`` at ``point`` on the same snapshot."""
-        pids = [pid for pid, _ in hooks]
-        contexts = self.contexts(point, pids, request, response, tool_call, tool_output)
-        return [(pid, hook, c) for (pid, hook), c in zip(hooks, contexts, strict=True)]
-
-    def contexts(
-        self,
-        point: PhaseHookPoint | str,
-        plugin_ids: Sequence[str],
-        request: InferenceRequest | None = None,
-        response: InferenceResponse | None = None,
-        tool_call: ToolCall | None = None,
-        tool_output: ToolOutput | None = None,
-    ) -> list[PhaseContext]:
-        """One read-only context per plugin in ``plugin_ids`` at ``point``, on one snapshot.
+        """The producers running each of ``hooks`` at ``point`` on the same snapshot.
 
         The snapshot, run info and transcript view are read once and shared;
-        the contexts differ only in their ``plugin_id``.
+        each hook's context differs only in its ``plugin_id``.
         """
         store, info, view = self.engine.store, self.info(), self.transcript.view()
-        # The fields after plugin_id, in PhaseContext's order (positional: a keyword call of
-        # the dataclass __init__ costs more, once per hook; PhaseEngine.phase runs this).
-        rest = (
+        rest = self._after_plugin_id(request, response, tool_call, tool_output)
+        return [
+            (pid, hook, PhaseContext(point, store, info, view, pid, *rest)) for pid, hook in hooks
+        ]
+
+    def _after_plugin_id(
+        self,
+        request: InferenceRequest | None,
+        response: InferenceResponse | None,
+        tool_call: ToolCall | None,
+        tool_output: ToolOutput | None,
+    ) -> tuple[Any, ...]:
+        """``PhaseContext``'s fields after ``plugin_id``, in its field order: contexts are
+        built positionally (a keyword call of the dataclass ``__init__`` costs more, once
+        per hook, on every phase)."""
+        return (
             request,
             response,
             tool_call,
@@ -269,7 +271,6 @@ class RunContext:
             self.decision,
             self.ticket,
         )
-        return [PhaseContext(point, store, info, view, pid, *rest) for pid in plugin_ids]
 
     # -- usage ---------------------------------------------------------------
 

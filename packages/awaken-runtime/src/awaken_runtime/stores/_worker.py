@@ -9,10 +9,10 @@ wake-up per batch and loop, not one per job.
 
 The thread starts on the first job and exits after a short idle time, so an
 unclosed store holds no thread for long. The worker holds its store's
-``run_batch`` weakly and its thread keeps no job once a batch is delivered, so
-an unclosed store that nobody references is freed at once (its connection or
-files closed) rather than at the cyclic collector's next full pass, and its
-worker closes with it.
+``run_batch`` weakly, and a finished job drops its work (which closes over the
+store), so an unclosed store that nobody references is freed at once (its
+connection or files closed) rather than at the cyclic collector's next full
+pass, and its worker closes with it.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import os
 import threading
+import types
 import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -35,6 +36,10 @@ _WORKERS: weakref.WeakSet[StoreWorker] = weakref.WeakSet()
 
 _IDLE_EXIT = 2.0
 """Seconds without work after which the thread ends (the next job starts a new one)."""
+
+
+def _spent(*args: Any) -> Any:
+    raise RuntimeError("this job has finished; its work cannot run again")
 
 
 @dataclass(slots=True)
@@ -53,8 +58,14 @@ class Job:
     done: bool = field(default=False)
 
     def finish(self, result: Any = None, error: BaseException | None = None) -> None:
-        """Record the outcome (delivered to the caller when the batch ends)."""
+        """Record the outcome (delivered to the caller when the batch ends).
+
+        The work is dropped with it: ``fn`` usually closes over the store, and a
+        finished job that a thread or a pending callback still holds must not keep
+        the store alive after its caller has let it go.
+        """
         self.result, self.error, self.done = result, error, True
+        self.fn = _spent
 
 
 def _deliver(jobs: list[Job]) -> None:
@@ -75,12 +86,11 @@ class StoreWorker:
         self._name = name
         # A bound method of the store's I/O object, which holds this worker: held weakly,
         # so the pair is not a reference cycle, and the worker closes when its owner goes.
-        owner = getattr(run_batch, "__self__", None)
-        if owner is not None:
+        if isinstance(run_batch, types.MethodType):
             self._run_batch: Callable[[], Callable[[Sequence[Job]], None] | None] = (
                 weakref.WeakMethod(run_batch)
             )
-            weakref.finalize(owner, self.close).atexit = False
+            weakref.finalize(run_batch.__self__, self.close).atexit = False
         else:
             self._run_batch = lambda: run_batch
         self._queue: deque[Job] = deque()
@@ -149,9 +159,6 @@ class StoreWorker:
                 batch = list(queue)
                 queue.clear()
             self._serve(batch)
-            # Nothing of the batch stays on this frame while it idles: a job's fn may
-            # reference the store, which would otherwise outlive its last user.
-            del batch
 
     def _serve(self, batch: list[Job]) -> None:
         run_batch = self._run_batch()
@@ -163,6 +170,8 @@ class StoreWorker:
             for job in batch:
                 if not job.done:
                     job.finish(error=exc)
+        # Dropped before the callers hear back: once they do, this thread holds nothing of
+        # the store, so their last reference to it is the last one.
         del run_batch
         by_loop: dict[asyncio.AbstractEventLoop, list[Job]] = {}
         for job in batch:
