@@ -33,6 +33,7 @@ module in every interpreter, which no installation does.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import statistics
 import subprocess
@@ -108,14 +109,15 @@ def main() -> None:
     args = parse(__doc__)
     n = 3 if args.quick else 7
     beside = os.environ.get("REAL_PATH_BESIDE")
-    with (
-        tempfile.TemporaryDirectory(prefix="awaken-pyc-") as cache,
-        tempfile.TemporaryDirectory(prefix="awaken-pyc-beside-") as beside_cache,
-    ):
+    with contextlib.ExitStack() as stack:
+        cache = stack.enter_context(tempfile.TemporaryDirectory(prefix="awaken-pyc-"))
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         env["PYTHONPYCACHEPREFIX"] = cache
         cases = {name: (code, env) for name, code in CASES.items()}
-        if beside:
+        if beside:  # its own bytecode cache: the two checkouts' modules share names
+            beside_cache = stack.enter_context(
+                tempfile.TemporaryDirectory(prefix="awaken-pyc-beside-")
+            )
             beside_env = dict(env, PYTHONPYCACHEPREFIX=beside_cache)
             beside_env["PYTHONPATH"] = os.pathsep.join([beside, env.get("PYTHONPATH", "")])
             cases[BESIDE] = (WORKING, beside_env)
