@@ -21,6 +21,7 @@ import pytest
 
 from awaken_runtime import Message
 from awaken_runtime.stores import FileStore, SQLiteStore
+from awaken_runtime.stores import _worker as worker_module
 from awaken_runtime.stores._worker import Job, StoreWorker
 from awaken_store_conformance import binding
 
@@ -155,3 +156,34 @@ def test_a_worker_of_a_plain_function_keeps_it() -> None:
     worker.close()
     thread.join(timeout=30)
     assert seen == [7] and job.done and job.result == 7
+
+
+async def test_the_idle_thread_keeps_no_result_its_caller_has_let_go(
+    no_collector: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A result lives as long as its caller holds it, not until the thread's next batch."""
+    monkeypatch.setattr(worker_module, "_IDLE_EXIT", 60.0)  # the thread stays, idle
+
+    class Rows:
+        """Stands for a large result, e.g. a loaded thread's rows."""
+
+    def run_batch(jobs: Sequence[Job]) -> None:
+        for job in jobs:
+            job.finish(job.fn())
+
+    worker = StoreWorker("results", run_batch)
+    rows = await worker.run("read", "load", Rows)
+    thread = worker._thread
+    assert thread is not None
+    freed = weakref.ref(rows)
+    del rows
+    # The caller may resume before the thread has left its batch: wait for the thread,
+    # which then idles without ending (it would hold the result for a minute otherwise).
+    for _ in range(3000):
+        if freed() is None:
+            break
+        await asyncio.sleep(0.01)
+    assert freed() is None
+    assert thread.is_alive()
+    worker.close()
+    thread.join(timeout=30)

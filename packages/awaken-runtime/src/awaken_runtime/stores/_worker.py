@@ -159,6 +159,9 @@ class StoreWorker:
                 batch = list(queue)
                 queue.clear()
             self._serve(batch)
+            # The idle wait holds no finished job: their results are the callers' (a
+            # loaded thread can be large), not this thread's until its next batch.
+            del batch
 
     def _serve(self, batch: list[Job]) -> None:
         run_batch = self._run_batch()
