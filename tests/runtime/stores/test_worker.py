@@ -83,11 +83,20 @@ async def test_a_dropped_unclosed_store_is_freed_and_its_thread_ends(
     assert not thread.is_alive()
 
 
+def _submit(store: Any, fn: Any, action: str) -> Job:
+    """Queue ``fn`` on the store's thread directly, past the store's API: no caller awaits
+    it through the store, only the test through the job's future."""
+    kind = "raw" if isinstance(store, SQLiteStore) else "op"
+    loop = asyncio.get_running_loop()
+    job = Job(kind, fn, action, loop, loop.create_future())
+    store._io.worker.submit(job)
+    return job
+
+
 def _hold(store: Any) -> threading.Event:
     """Keep the store's thread busy until the event is set, so the next jobs queue up."""
     release = threading.Event()
-    kind = "raw" if isinstance(store, SQLiteStore) else "op"
-    store._io.worker.submit(Job(kind, release.wait, "hold the thread"))
+    _submit(store, release.wait, "hold the thread")
     return release
 
 
@@ -114,10 +123,8 @@ async def test_a_job_nobody_owns_after_its_store_is_freed_fails_instead_of_hangi
 ) -> None:
     store = await _with_thread(kind, tmp_path, "one")
     release = _hold(store)
-    loop = asyncio.get_running_loop()
-    orphan = Job("raw" if kind == "sqlite" else "op", lambda: "ran", "orphan", loop)
-    orphan.future = loop.create_future()
-    store._io.worker.submit(orphan)  # submitted past the store: nothing awaits with it
+    orphan = _submit(store, lambda: "ran", "orphan")  # nothing awaits it with the store
+    assert orphan.future is not None
     freed = weakref.ref(store)
     del store
     release.set()
