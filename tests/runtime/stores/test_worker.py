@@ -83,6 +83,44 @@ async def test_a_dropped_unclosed_store_is_freed_and_its_thread_ends(
     assert not thread.is_alive()
 
 
+@pytest.mark.parametrize("grouped", [False, True], ids=["alone", "grouped"])
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_store_whose_commit_failed_is_freed_once_dropped(
+    kind: str, grouped: bool, tmp_path: Path, no_collector: None
+) -> None:
+    """A failed operation's error leaves no cycle through the store's thread.
+
+    The error's traceback holds the thread's frames (the batch, the job that holds the
+    error, the cursor, the work that closes over the store): a version conflict, the
+    everyday failure of two runs on one thread, must not pin the store and its
+    connection until the collector's next full pass.
+    """
+    store = await _with_thread(kind, tmp_path, "one")
+    release = _hold(store) if grouped else None
+    commits = [
+        asyncio.create_task(store.commit(binding("t1"), 1, (Message.user(text),), []))
+        for text in ("two", "three")
+    ]
+    if release is not None:
+        await asyncio.sleep(0.05)  # both commits are queued: one batch, one transaction
+        release.set()
+    outcomes = await asyncio.gather(*commits, return_exceptions=True)
+    assert sorted(type(o).__name__ for o in outcomes) == ["VersionConflict", "int"]
+    assert len(await _reopened_texts(kind, tmp_path)) == 2  # exactly one commit landed
+    del commits, outcomes  # the caller lets the error go
+    worker: StoreWorker = store._io.worker
+    thread = worker._thread
+    assert thread is not None
+    freed = weakref.ref(store)
+
+    del store
+
+    assert freed() is None
+    assert worker._closed
+    thread.join(timeout=30)
+    assert not thread.is_alive()
+
+
 def _submit(store: Any, fn: Any, action: str) -> Job:
     """Queue ``fn`` on the store's thread directly, past the store's API: no caller awaits
     it through the store, only the test through the job's future."""
@@ -125,11 +163,12 @@ async def test_a_job_nobody_owns_after_its_store_is_freed_fails_instead_of_hangi
     release = _hold(store)
     orphan = _submit(store, lambda: "ran", "orphan")  # nothing awaits it with the store
     assert orphan.future is not None
+    outcome = orphan.future  # the job lets go of it once delivered
     freed = weakref.ref(store)
     del store
     release.set()
     with pytest.raises(RuntimeError, match="garbage-collected before it ran its jobs"):
-        await asyncio.wait_for(orphan.future, 30)
+        await asyncio.wait_for(outcome, 30)
     assert freed() is None
     with pytest.raises(RuntimeError, match="has finished"):
         orphan.fn()  # a finished job's work is gone: it cannot run twice

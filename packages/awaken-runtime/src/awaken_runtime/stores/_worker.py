@@ -9,10 +9,12 @@ wake-up per batch and loop, not one per job.
 
 The thread starts on the first job and exits after a short idle time, so an
 unclosed store holds no thread for long. The worker holds its store's
-``run_batch`` weakly, and a finished job drops its work (which closes over the
-store), so an unclosed store that nobody references is freed at once (its
-connection or files closed) rather than at the cyclic collector's next full
-pass, and its worker closes with it.
+``run_batch`` weakly, a finished job drops its work (which closes over the
+store) and a delivered one its outcome, and a failed job's traceback keeps none
+of the thread's variables, so an unclosed store that nobody references is freed
+at once (its connection or files closed) rather than at the cyclic collector's
+next full pass, and its worker closes with it. That holds after a failed
+operation too (a version conflict), once the caller has let the error go.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import asyncio
 import contextlib
 import os
 import threading
+import traceback
 import types
 import weakref
 from collections import deque
@@ -70,13 +73,17 @@ class Job:
 
 def _deliver(jobs: list[Job]) -> None:
     for job in jobs:
-        future = job.future
+        future, result, error = job.future, job.result, job.error
+        # The caller's future has the outcome from here on. A job is still reachable from
+        # the thread's finished frames, which an error's traceback keeps: holding the
+        # error (or the future that holds it) would make them a cycle.
+        job.future = job.result = job.error = None
         if future is None or future.done():
             continue
-        if job.error is not None:
-            future.set_exception(job.error)
+        if error is not None:
+            future.set_exception(error)
         else:
-            future.set_result(job.result)
+            future.set_result(result)
 
 
 class StoreWorker:
@@ -113,10 +120,8 @@ class StoreWorker:
         run has unwound (a commit it started has landed or failed).
         """
         loop = asyncio.get_running_loop()
-        job = Job(kind, fn, action, loop, loop.create_future())
-        self.submit(job)
-        future = job.future
-        assert future is not None
+        future: asyncio.Future[T] = loop.create_future()
+        self.submit(Job(kind, fn, action, loop, future))
         try:
             return await asyncio.shield(future)
         except asyncio.CancelledError:
@@ -128,6 +133,10 @@ class StoreWorker:
                 except Exception:
                     break
             raise
+        finally:
+            # What the job raised carries this frame in its traceback: holding the future
+            # (which holds the error) here would make the pair a cycle.
+            del future
 
     def submit(self, job: Job) -> None:
         """Queue ``job``; start the thread if none is running."""
@@ -176,6 +185,9 @@ class StoreWorker:
         # Dropped before the callers hear back: once they do, this thread holds nothing of
         # the store, so their last reference to it is the last one.
         del run_batch
+        for job in batch:
+            if job.error is not None:
+                _release_frames(job.error)
         by_loop: dict[asyncio.AbstractEventLoop, list[Job]] = {}
         for job in batch:
             if job.loop is not None:
@@ -184,6 +196,25 @@ class StoreWorker:
             # A RuntimeError: the caller's loop has closed, nobody is waiting.
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(_deliver, jobs)
+
+
+def _release_frames(error: BaseException) -> None:
+    """Clear the locals of this thread's finished frames in ``error``'s tracebacks.
+
+    They hold the batch, the job that holds ``error`` (a cycle), the cursor and the
+    work that closes over the store: left alone, a failed job would keep its store and
+    connection until the cyclic collector's next pass. The traceback still shows where
+    the error came from; only the frames' variables go.
+    """
+    seen: set[int] = set()
+    pending: list[BaseException | None] = [error]
+    while pending:
+        exc = pending.pop()
+        if exc is None or id(exc) in seen:
+            continue
+        seen.add(id(exc))
+        traceback.clear_frames(exc.__traceback__)
+        pending += (exc.__cause__, exc.__context__)
 
 
 def _reset_after_fork() -> None:
