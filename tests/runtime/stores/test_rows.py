@@ -23,11 +23,23 @@ def test_rows_decode_in_order_from_text_or_bytes() -> None:
     assert decode_message_rows("db", "thread 't1' message", []) == []
 
 
+def test_text_and_bytes_rows_mixed_decode_in_order() -> None:
+    # SQLite hands a BLOB body back as bytes: a row written by another tool can be one.
+    messages = [Message.user("a"), Message.assistant("b"), Message.user("c")]
+    texts = [m.model_dump_json() for m in messages]
+    for mixed in ([texts[0].encode(), texts[1], texts[2]], [texts[0], texts[1].encode(), texts[2]]):
+        assert decode_message_rows("db", "thread 't1' message", mixed) == messages
+        assert list(lazy_message_rows("db", "thread 't1' message", list(mixed))) == messages
+
+
 @pytest.mark.parametrize(
     "body", ['{"role": "wizard"}', "not json at all", '{"role": "user", "content": 5}', "[]"]
 )
-def test_a_bad_row_is_corrupt_naming_where_what_and_its_number(body: str) -> None:
+@pytest.mark.parametrize("good_kind", [str, bytes])
+def test_a_bad_row_is_corrupt_naming_where_what_and_its_number(body: str, good_kind: type) -> None:
     good = Message.user("ok").model_dump_json()
+    if good_kind is bytes:
+        good = good.encode()  # type: ignore[assignment]
     with pytest.raises(StoreCorrupt) as info:
         decode_message_rows("my.db", "thread 't1' message", [good, good, body], first=5)
     assert info.value.path == "my.db"

@@ -65,8 +65,9 @@ def decode_rows(
 ) -> list[M]:
     """Every body as ``model`` (``what`` names the rows, e.g. "thread 't1' message").
 
-    Bodies are JSON text (all ``str`` or all ``bytes``), or (``parsed``) JSON values
-    already parsed. ``first`` is the number of the first row, for the error message.
+    Bodies are JSON text (``str`` or ``bytes``; all of one kind is fastest), or
+    (``parsed``) JSON values already parsed. ``first`` is the number of the first
+    row, for the error message.
     """
     if not bodies:
         return []
@@ -82,15 +83,18 @@ def decode_rows(
     else:
         if len(items) == len(bodies):  # a row holding two objects would add one
             return items
-    for i, body in enumerate(bodies, first):
+    # One by one: names the damaged row, or decodes rows that only could not be joined
+    # (TEXT and BLOB bodies mixed, as a row written by another tool can be).
+    return [
         decode_one(path, f"{what} row {i}", model, body, parsed=parsed)
-    raise StoreCorrupt(path, f"the {what} rows do not decode together")  # pragma: no cover
+        for i, body in enumerate(bodies, first)
+    ]
 
 
 def decode_message_rows(
     where: str, what: str, bodies: Sequence[str | bytes], first: int = 1
 ) -> list[Message]:
-    """Stored message rows (JSON text, all ``str`` or all ``bytes``) as messages.
+    """Stored message rows (JSON text, ``str`` or ``bytes``) as messages.
 
     A row that is not a message raises :class:`StoreCorrupt` for ``where`` (the
     store's file or database) naming ``what`` and the row's number, counting

@@ -1,6 +1,7 @@
 """Loading a thread's messages from SQLite at a cost proportional to what a run reads.
 
-The first load of a thread reads its rows and leaves them undecoded
+The first load of a thread reads its rows (the older ones as a few chunk rows,
+``_sqlite_chunks.py``) and leaves them undecoded
 (``StoredMessages``): a row becomes a validated message when something first
 reads it, so a run that sends only a recent window (a context policy, a
 compaction summary) decodes only that. The tool-call ids come from the
@@ -28,6 +29,7 @@ from ._errors import StoreCorrupt
 from ._gc import no_gc
 from ._kept import KeptThread, KeptThreads
 from ._rows import decode_message_rows, decode_one, lazy_message_rows
+from ._sqlite_chunks import read_bodies
 from ._sqlite_ops import load_scope
 from ._thread_store import RunRecord, ScopeBinding, ThreadSnapshot
 
@@ -64,10 +66,8 @@ class MessageCache(KeptThreads):
             new = decode_message_rows(path, what, bodies, kept.last + 1)
             kept = kept.extended(new, edits, rows[-1][0] if rows else kept.last)
         else:
-            rows = cur.execute(
-                "SELECT body FROM messages WHERE thread_id=? ORDER BY seq", (tid,)
-            ).fetchall()
-            if not rows:
+            bodies = read_bodies(cur, tid)
+            if not bodies:
                 return None
             ends = cur.execute(
                 "SELECT seq, msg_id FROM (SELECT seq, msg_id FROM messages WHERE thread_id=?1 "
@@ -77,7 +77,7 @@ class MessageCache(KeptThreads):
             ).fetchall()
             (first, first_id), (last, last_id) = ends
             calls = cur.execute("SELECT call_id FROM tool_calls WHERE thread_id=?", (tid,))
-            messages = lazy_message_rows(path, what, list(map(_FIRST, rows)))
+            messages = lazy_message_rows(path, what, bodies)
             call_ids = frozenset(map(_FIRST, calls))
             kept = KeptThread(messages, edits, first, last, first_id, last_id, call_ids)
         self.keep(tid, kept)

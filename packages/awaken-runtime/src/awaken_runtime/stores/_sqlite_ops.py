@@ -17,6 +17,7 @@ from typing import Any
 from ..messages._message import Message
 from ..state._engine import Command, CommittedBatch, MergePolicy, Remove, Scope, StoreKey
 from ._core import check_messages
+from ._sqlite_chunks import seal
 from ._thread_store import RunRecord, ScopeBinding
 
 __all__ = ["apply_command_sql", "delete_thread_sql", "dumps", "insert_commit", "load_scope"]
@@ -116,13 +117,12 @@ def insert_commit(
             lambda cid: _exists(cur, "tool_calls", "call_id", tid, cid),
         )
         n = base[0]
+        bodies = [m.model_dump_json(exclude_defaults=True) for m in messages]
         cur.executemany(
             "INSERT INTO messages (thread_id, seq, msg_id, body) VALUES (?, ?, ?, ?)",
-            [
-                (tid, n + i, m.id, m.model_dump_json(exclude_defaults=True))
-                for i, m in enumerate(messages, 1)
-            ],
+            [(tid, n + i, m.id, bodies[i - 1]) for i, m in enumerate(messages, 1)],
         )
+        seal(cur, tid, n + len(bodies), bodies)
         calls = [(tid, c.id) for m in messages for c in m.tool_calls or ()]
         if calls:
             cur.executemany("INSERT OR IGNORE INTO tool_calls VALUES (?, ?)", calls)
@@ -159,7 +159,8 @@ def delete_thread_sql(cur: sqlite3.Cursor, thread_id: str) -> bool:
     """Delete a thread's rows, its runs and their events; whether the thread existed."""
     t = (thread_id,)
     found = cur.execute("DELETE FROM threads WHERE thread_id=?", t).rowcount > 0
-    for table in ("messages", "tool_calls", "batches", "leases"):
+    # Chunks first: the message rows' delete trigger then finds none left to drop.
+    for table in ("message_chunks", "messages", "tool_calls", "batches", "leases"):
         cur.execute(f"DELETE FROM {table} WHERE thread_id=?", t)
     for table in ("state", "state_fields"):
         cur.execute(f"DELETE FROM {table} WHERE scope='thread' AND owner=?", t)

@@ -71,7 +71,24 @@ CREATE TRIGGER messages_replaced AFTER INSERT ON messages
   BEGIN {_BUMP.format("new")}; END;
 """
 
-MIGRATIONS: list[str] = [_V1, _V2, _V3]
+# A chunk is a copy of a range of message rows (``_sqlite_chunks.py``). Anything done to a
+# row in or before a chunk's range, other than the store's appends, drops that chunk and
+# every later one of the thread, so the chunks left always match the rows as they stand.
+_DROP_CHUNKS = "DELETE FROM message_chunks WHERE thread_id = {0}.thread_id AND last_seq >= {0}.seq"
+_V4 = f"""
+CREATE TABLE message_chunks (
+  thread_id TEXT NOT NULL, first_seq INTEGER NOT NULL, last_seq INTEGER NOT NULL,
+  n INTEGER NOT NULL, body TEXT, PRIMARY KEY (thread_id, first_seq)) WITHOUT ROWID;
+CREATE TRIGGER chunks_updated AFTER UPDATE ON messages BEGIN
+  {_DROP_CHUNKS.format("old")}; {_DROP_CHUNKS.format("new")};
+END;
+CREATE TRIGGER chunks_deleted AFTER DELETE ON messages BEGIN {_DROP_CHUNKS.format("old")}; END;
+CREATE TRIGGER chunks_replaced AFTER INSERT ON messages
+  WHEN new.seq <= (SELECT n_messages FROM threads WHERE thread_id = new.thread_id)
+  BEGIN {_DROP_CHUNKS.format("new")}; END;
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4]
 """``MIGRATIONS[n]`` upgrades a database from schema version ``n`` to ``n + 1``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)
