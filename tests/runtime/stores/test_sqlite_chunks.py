@@ -21,8 +21,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from awaken_runtime import Command, CommittedBatch, Message, ToolCall
-from awaken_runtime.stores import SQLiteStore, StoreCorrupt, _sqlite_chunks, _sqlite_ops
+from awaken_runtime import Command, CommittedBatch, Message, ToolCall, VersionConflict
+from awaken_runtime.stores import (
+    SQLiteStore,
+    StoreCorrupt,
+    _sqlite_chunks,
+    _sqlite_ops,
+)
 from awaken_runtime.stores._sqlite_schema import SCHEMA_VERSION
 from awaken_store_conformance import binding
 
@@ -177,6 +182,33 @@ async def test_a_commit_that_fails_after_chunking_leaves_no_chunk(
     assert _chunks(path) == [(1, 4, 4)]
     assert await _fresh(path) == history[:4]
     await store.close()
+
+
+@pytest.mark.parametrize("stores", ["one store", "two stores"])
+async def test_two_commits_racing_leave_only_the_winners_chunk(tmp_path: Path, stores: str) -> None:
+    # One store groups concurrent commits into one transaction, each in a savepoint; two
+    # stores are two connections, as two processes have. Each racer's commit would chunk.
+    path = tmp_path / "a.db"
+    first = SQLiteStore(path)
+    second = first if stores == "one store" else SQLiteStore(path)
+    base = _history(2)
+    await first.commit(B, 0, base, [])
+    ours, theirs = _history(4, start=10), _history(4, start=20)
+    other = binding("t2")
+    results = await asyncio.gather(
+        first.commit(B, 1, ours, []),
+        second.commit(B, 1, theirs, []),
+        first.commit(other, 0, _history(4, start=30), []),  # a bystander in the same batch
+        return_exceptions=True,
+    )
+    assert sum(isinstance(r, VersionConflict) for r in results[:2]) == 1, results
+    won = ours if results[0] == 2 else theirs
+    assert results[2] == 1
+    assert _chunks(path) == [(1, 6, 6)] and _chunks(path, "t2") == [(1, 4, 4)]
+    assert await _fresh(path) == base + won == _rows(path)
+    for store in {first, second}:
+        assert (await store.load(B)).messages == base + won
+        await store.close()
 
 
 async def test_a_database_from_before_chunks_gains_them(tmp_path: Path) -> None:
