@@ -49,6 +49,8 @@ def seal(cur: sqlite3.Cursor, tid: str, last: int, new: Sequence[str]) -> None:
     ``new`` are the bodies the commit just inserted, as seqs ``last - len(new) + 1``
     to ``last``; the rows before them are read from the table.
     """
+    if last < CHUNK:  # a short thread: no chunk is due, whatever the table holds
+        return
     # The chunks are a prefix in first_seq order, so the last one ends it (one index seek).
     row = cur.execute(
         "SELECT last_seq FROM message_chunks WHERE thread_id=? ORDER BY first_seq DESC LIMIT 1",

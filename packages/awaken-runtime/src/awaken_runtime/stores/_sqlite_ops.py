@@ -120,7 +120,10 @@ def insert_commit(
         bodies = [m.model_dump_json(exclude_defaults=True) for m in messages]
         cur.executemany(
             "INSERT INTO messages (thread_id, seq, msg_id, body) VALUES (?, ?, ?, ?)",
-            [(tid, n + i, m.id, bodies[i - 1]) for i, m in enumerate(messages, 1)],
+            [
+                (tid, n + i, m.id, body)
+                for i, (m, body) in enumerate(zip(messages, bodies, strict=True), 1)
+            ],
         )
         seal(cur, tid, n + len(bodies), bodies)
         calls = [(tid, c.id) for m in messages for c in m.tool_calls or ()]
