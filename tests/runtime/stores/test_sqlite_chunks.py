@@ -102,6 +102,26 @@ async def test_chunks_cover_a_prefix_and_a_load_equals_the_rows(tmp_path: Path) 
     await store.close()
 
 
+async def test_a_chunk_closes_exactly_when_the_thread_reaches_chunk_size(tmp_path: Path) -> None:
+    path = tmp_path / "a.db"
+    store = SQLiteStore(path)
+    history = _history(SMALL + 1)
+    version = await store.commit(B, 0, history[: SMALL - 1], [])
+    assert _chunks(path) == []  # one short of a chunk: none, and no lookup needed
+    with _db(path) as conn:  # a hand-made chunk row before the thread's first seq
+        conn.execute("INSERT INTO message_chunks VALUES ('t1', -5, -1, 1, 'junk')")
+    assert await _fresh(path) == history[: SMALL - 1]
+    version = await store.commit(B, version, history[SMALL - 1 : SMALL], [])
+    assert _chunks(path) == [(-5, -1, 1), (1, SMALL, SMALL)]
+    assert await _fresh(path) == history[:SMALL] == _rows(path)
+    with _db(path) as conn:
+        conn.execute("DELETE FROM message_chunks WHERE first_seq = -5")
+    await store.commit(B, version, history[SMALL:], [])
+    assert _chunks(path) == [(1, SMALL, SMALL)]
+    assert await _fresh(path) == history == (await store.load(B)).messages
+    await store.close()
+
+
 async def test_a_deleted_thread_takes_its_chunks_along(tmp_path: Path) -> None:
     path = tmp_path / "a.db"
     store = SQLiteStore(path)

@@ -56,7 +56,7 @@ def seal(cur: sqlite3.Cursor, tid: str, last: int, new: Sequence[str]) -> None:
         "SELECT last_seq FROM message_chunks WHERE thread_id=? ORDER BY first_seq DESC LIMIT 1",
         (tid,),
     ).fetchone()
-    done = row[0] if row is not None else 0
+    done = max(row[0], 0) if row is not None else 0  # a hand-made row below seq 1 counts none
     if last - done < CHUNK:
         return
     before = last - len(new)
