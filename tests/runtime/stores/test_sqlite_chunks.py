@@ -28,7 +28,7 @@ from awaken_runtime.stores import (
     _sqlite_chunks,
     _sqlite_ops,
 )
-from awaken_runtime.stores._sqlite_schema import SCHEMA_VERSION
+from awaken_runtime.stores._sqlite_schema import SCHEMA_VERSION, connect
 from awaken_store_conformance import binding
 
 B = binding("t1")
@@ -247,12 +247,51 @@ async def test_a_database_from_before_chunks_gains_them(tmp_path: Path) -> None:
             (history[2].id, history[2].model_dump_json()),
         )
         conn.execute("UPDATE threads SET n_messages = 3")
-    assert SCHEMA_VERSION == 4
+    assert SCHEMA_VERSION == 5
     store = SQLiteStore(path)
     assert (await store.load(B)).messages == history[:3]
     await store.commit(B, 1, history[3:5], [])
     assert _chunks(path) == [(1, 5, 5)]
     assert await _fresh(path) == history[:5] == (await store.load(B)).messages
+    await store.close()
+
+
+async def test_a_version_4_database_keeps_its_chunks_in_a_table_with_small_keys(
+    tmp_path: Path,
+) -> None:
+    # Version 4 kept the chunks WITHOUT ROWID, so each chunk's body was part of its B-tree
+    # key and every lookup read whole bodies; version 5 moves them to a rowid table.
+    path = tmp_path / "a.db"
+    history = _history(8)
+    conn = connect(str(path), target=4)
+    try:
+        cur = conn.cursor()
+        cur.execute("BEGIN IMMEDIATE")
+        _sqlite_ops.insert_commit(cur, B, (0, 0), history[:5], [], None)
+        cur.execute("INSERT INTO threads VALUES ('t1', 1, 5, 0, NULL, NULL, 0)")
+        cur.execute("COMMIT")
+        with pytest.raises(sqlite3.OperationalError, match="rowid"):
+            cur.execute("SELECT rowid FROM message_chunks")
+    finally:
+        conn.close()
+    assert _chunks(path) == [(1, 5, 5)]
+    store = SQLiteStore(path)
+    with _db(path) as conn:
+        assert conn.execute("SELECT version FROM schema_version").fetchone() == (SCHEMA_VERSION,)
+        assert conn.execute("SELECT count(rowid) FROM message_chunks").fetchone() == (1,)
+    assert _chunks(path) == [(1, 5, 5)]
+    assert await _fresh(path) == history[:5] == (await store.load(B)).messages
+    # still one chunk per start
+    with pytest.raises(sqlite3.IntegrityError, match="UNIQUE"), _db(path) as conn:
+        conn.execute("INSERT INTO message_chunks VALUES ('t1', 1, 2, 2, NULL)")
+    edited = history[1].model_copy(update={"name": "edited"})
+    with _db(path) as conn:  # the triggers came back: an edited row drops its chunk
+        conn.execute("UPDATE messages SET body=? WHERE seq=2", (edited.model_dump_json(),))
+    assert _chunks(path) == []
+    await store.commit(B, 1, history[5:], [])
+    assert _chunks(path) == [(1, 8, 8)]
+    expected = [history[0], edited, *history[2:]]
+    assert await _fresh(path) == expected == _rows(path) == (await store.load(B)).messages
     await store.close()
 
 

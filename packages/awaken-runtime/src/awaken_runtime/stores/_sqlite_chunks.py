@@ -13,7 +13,7 @@ copy kept in the same transaction, so it costs each long thread's message
 bodies once more on disk. It is never trusted past what the database can
 vouch for:
 
-* triggers (schema version 4, ``_sqlite_schema.py``) delete a thread's chunk and
+* triggers (schema version 4 on, ``_sqlite_schema.py``) delete a thread's chunk and
   every later one when a row in its range is updated, deleted or inserted over,
   so the chunks always cover a prefix of the thread exactly as its rows stand;
   the next commit past ``CHUNK`` new rows chunks the rest again;

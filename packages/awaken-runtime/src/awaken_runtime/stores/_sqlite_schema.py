@@ -88,7 +88,33 @@ CREATE TRIGGER chunks_replaced AFTER INSERT ON messages
   BEGIN {_DROP_CHUNKS.format("new")}; END;
 """
 
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4]
+# In a WITHOUT ROWID table the whole row is the B-tree key, and SQLite compares a probe
+# against a key that overflows its page only after reading all of it: every seek into
+# the version 4 chunks table (one per commit to a long thread) read whole chunk bodies,
+# hundreds of KB, from the page cache or the disk. As a rowid table, the key (thread_id,
+# first_seq) lives in a small index and a lookup reads only a row's first bytes.
+# The triggers go while the table is replaced: a rename checks every trigger's text.
+_V5 = f"""
+CREATE TABLE message_chunks_v5 (
+  thread_id TEXT NOT NULL, first_seq INTEGER NOT NULL, last_seq INTEGER NOT NULL,
+  n INTEGER NOT NULL, body TEXT);
+INSERT INTO message_chunks_v5 SELECT thread_id, first_seq, last_seq, n, body FROM message_chunks;
+DROP TRIGGER chunks_updated;
+DROP TRIGGER chunks_deleted;
+DROP TRIGGER chunks_replaced;
+DROP TABLE message_chunks;
+ALTER TABLE message_chunks_v5 RENAME TO message_chunks;
+CREATE UNIQUE INDEX message_chunks_pk ON message_chunks (thread_id, first_seq);
+CREATE TRIGGER chunks_updated AFTER UPDATE ON messages BEGIN
+  {_DROP_CHUNKS.format("old")}; {_DROP_CHUNKS.format("new")};
+END;
+CREATE TRIGGER chunks_deleted AFTER DELETE ON messages BEGIN {_DROP_CHUNKS.format("old")}; END;
+CREATE TRIGGER chunks_replaced AFTER INSERT ON messages
+  WHEN new.seq <= (SELECT n_messages FROM threads WHERE thread_id = new.thread_id)
+  BEGIN {_DROP_CHUNKS.format("new")}; END;
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5]
 """``MIGRATIONS[n]`` upgrades a database from schema version ``n`` to ``n + 1``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)
