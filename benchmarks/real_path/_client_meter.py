@@ -103,6 +103,7 @@ class ClientMeter:
         # awaken's own CPU: the main thread's outside client windows, awaken's threads (the
         # store's I/O thread) and awaken's work in the default executor (sync tools)
         self.awaken_at_start: list[float] = []
+        self.store_at_start: list[float] = []  # awaken's threads alone (the store's I/O)
         self.client_at_start: list[float] = []
         self.body: list[dict[str, Any]] | None = None
         self.mode = REAL
@@ -155,7 +156,9 @@ class ClientMeter:
             meter.gc_at_start.append(meter.gc)
             threads, awaken = meter.executor_cpu()
             meter.client_at_start.append(meter.client + threads + meter.client_threads())
-            meter.awaken_at_start.append(main + awaken + meter.awaken_threads_cpu())
+            store = meter.awaken_threads_cpu()
+            meter.store_at_start.append(store)
+            meter.awaken_at_start.append(main + awaken + store)
             start = time.thread_time()  # the client's threads are counted apart
             meter.held.clear()
             meter.body = kwargs.get("messages")

@@ -34,7 +34,9 @@ What is measured, in this process only (the server's CPU is not):
   this too; at 10,000 messages it is most of what grew (litellm's executor
   jobs walk the 10,000 messages several times per request).
 
-``gc us/step`` is the cyclic collector's share of awaken's figure.
+``gc us/step`` is the cyclic collector's share of awaken's figure, ``store us/step``
+the share of awaken's threads (the SQLite store's I/O thread, which runs each
+commit's transaction).
 ``settled us/step`` runs the same cell with the client's background work
 awaited at the stream's end, inside the client's window: litellm finishes
 each streamed request with success handlers on a task of its own, which
@@ -237,6 +239,7 @@ async def _cell(store: Any, base: str, meter: ClientMeter, h: int, s: int, n: in
     meter.client_at_start.clear()
     meter.gc_at_start.clear()
     meter.awaken_at_start.clear()
+    meter.store_at_start.clear()
     gc.collect()  # each cell starts from the same collector state
     start = cpu_seconds()
     state = await runtime.run("a", "go", thread_id=thread_id)
@@ -246,6 +249,7 @@ async def _cell(store: Any, base: str, meter: ClientMeter, h: int, s: int, n: in
     client = meter.client_at_start[-1] - meter.client_at_start[0]
     collector = meter.gc_at_start[-1] - meter.gc_at_start[0]
     own = meter.awaken_at_start[-1] - meter.awaken_at_start[0]
+    store = meter.store_at_start[-1] - meter.store_at_start[0]
     body = json.dumps(meter.body)
     t0 = time.perf_counter()
     json.dumps(meter.body)
@@ -253,6 +257,7 @@ async def _cell(store: Any, base: str, meter: ClientMeter, h: int, s: int, n: in
     return [
         own / steps * 1e6,
         collector / steps * 1e6,
+        store / steps * 1e6,
         client / steps * 1e6,
         (total - client - own) / steps * 1e6,
         len(body) / 1024,
@@ -330,6 +335,7 @@ def main() -> None:
             "S",
             "awaken us/step",
             "gc us/step",
+            "store us/step",
             "client us/step",
             "other us/step",
             "body KB",
@@ -348,6 +354,7 @@ def main() -> None:
             "other = the process's CPU that is neither's (the default executor around litellm's "
             "jobs, thread hand-offs)",
             "gc = the cyclic collector's CPU outside the client's windows (part of awaken)",
+            "store = the CPU of awaken's threads (the SQLite store's I/O thread; part of awaken)",
             *(f"{c.column} = {c.note}" for c in CONTROLS),
         ],
     )
