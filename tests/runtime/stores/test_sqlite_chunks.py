@@ -25,8 +25,10 @@ from awaken_runtime import Command, CommittedBatch, Message, ToolCall, VersionCo
 from awaken_runtime.stores import (
     SQLiteStore,
     StoreCorrupt,
+    StoreError,
     _sqlite_chunks,
     _sqlite_ops,
+    _sqlite_schema,
 )
 from awaken_runtime.stores._sqlite_schema import SCHEMA_VERSION, connect
 from awaken_store_conformance import binding
@@ -256,6 +258,21 @@ async def test_a_database_from_before_chunks_gains_them(tmp_path: Path) -> None:
     await store.close()
 
 
+def _version_4(path: Path, messages: list[Message]) -> None:
+    """A schema version 4 database holding ``messages`` as thread t1, chunked."""
+    conn = connect(str(path), target=4)
+    try:
+        cur = conn.cursor()
+        cur.execute("BEGIN IMMEDIATE")
+        _sqlite_ops.insert_commit(cur, B, (0, 0), messages, [], None)
+        cur.execute("INSERT INTO threads VALUES ('t1', 1, ?, 0, NULL, NULL, 0)", (len(messages),))
+        cur.execute("COMMIT")
+        with pytest.raises(sqlite3.OperationalError, match="rowid"):  # WITHOUT ROWID
+            cur.execute("SELECT rowid FROM message_chunks")
+    finally:
+        conn.close()
+
+
 async def test_a_version_4_database_keeps_its_chunks_in_a_table_with_small_keys(
     tmp_path: Path,
 ) -> None:
@@ -263,17 +280,7 @@ async def test_a_version_4_database_keeps_its_chunks_in_a_table_with_small_keys(
     # key and every lookup read whole bodies; version 5 moves them to a rowid table.
     path = tmp_path / "a.db"
     history = _history(8)
-    conn = connect(str(path), target=4)
-    try:
-        cur = conn.cursor()
-        cur.execute("BEGIN IMMEDIATE")
-        _sqlite_ops.insert_commit(cur, B, (0, 0), history[:5], [], None)
-        cur.execute("INSERT INTO threads VALUES ('t1', 1, 5, 0, NULL, NULL, 0)")
-        cur.execute("COMMIT")
-        with pytest.raises(sqlite3.OperationalError, match="rowid"):
-            cur.execute("SELECT rowid FROM message_chunks")
-    finally:
-        conn.close()
+    _version_4(path, history[:5])
     assert _chunks(path) == [(1, 5, 5)]
     store = SQLiteStore(path)
     with _db(path) as conn:
@@ -292,6 +299,36 @@ async def test_a_version_4_database_keeps_its_chunks_in_a_table_with_small_keys(
     assert _chunks(path) == [(1, 8, 8)]
     expected = [history[0], edited, *history[2:]]
     assert await _fresh(path) == expected == _rows(path) == (await store.load(B)).messages
+    await store.close()
+
+
+async def test_a_migration_to_version_5_that_fails_part_way_changes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "a.db"
+    history = _history(5)
+    _version_4(path, history)
+    with _db(path) as conn:
+        schema = conn.execute("SELECT type, name, sql FROM sqlite_master ORDER BY name").fetchall()
+    # The last statement fails after the table was copied, dropped and renamed.
+    broken = [*_sqlite_schema.MIGRATIONS[:4], _sqlite_schema.MIGRATIONS[4] + "SELECT x FROM gone;"]
+    monkeypatch.setattr(_sqlite_schema, "MIGRATIONS", broken)
+    with pytest.raises(StoreError, match="gone") as info:
+        SQLiteStore(path)
+    assert str(path) in str(info.value)
+    with _db(path) as conn:
+        assert conn.execute("SELECT version FROM schema_version").fetchone() == (4,)
+        assert conn.execute(
+            "SELECT type, name, sql FROM sqlite_master ORDER BY name"
+        ).fetchall() == (schema)
+        with pytest.raises(sqlite3.OperationalError, match="rowid"):
+            conn.execute("SELECT rowid FROM message_chunks")
+    assert _chunks(path) == [(1, 5, 5)]
+    monkeypatch.undo()
+    monkeypatch.setattr(_sqlite_chunks, "CHUNK", SMALL)
+    store = SQLiteStore(path)  # the next open migrates
+    assert _chunks(path) == [(1, 5, 5)]
+    assert await _fresh(path) == history == (await store.load(B)).messages
     await store.close()
 
 
