@@ -74,6 +74,7 @@ the real client (the issue's figure), settled, quiet, replayed and swept
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import json
 import os
@@ -250,9 +251,8 @@ async def _cell(store: Any, base: str, meter: ClientMeter, h: int, s: int, n: in
     # store thread, a step's share of it 700 us at S=10): the cost of writing the history,
     # which a thread that grew over earlier runs paid then. The run's own pages still
     # count, at every history alike.
-    with sqlite3.connect(store.path, timeout=30.0) as conn:
+    with contextlib.closing(sqlite3.connect(store.path, timeout=30.0)) as conn:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    conn.close()
     start = cpu_seconds()
     state = await runtime.run("a", "go", thread_id=thread_id)
     assert len(meter.starts) == s, (state.end_cause, len(meter.starts))
