@@ -30,6 +30,7 @@ from .._model import (
 from ._convert import ConvertedMessages
 from ._embed import embed
 from ._errors import LiteLLMNotInstalled, classify
+from ._listeners import SuccessLogging, success_listened
 from ._request import completion_kwargs
 from ._retry import RetryPolicy
 from ._stream import StreamAssembler
@@ -128,6 +129,14 @@ class LiteLLMExecutor:
     holding the key (default: litellm's convention, e.g. ``OPENAI_API_KEY``),
     ``timeout_s`` bounds the wait for the response and for each streamed chunk,
     and ``extra`` is passed to ``litellm.acompletion`` as keyword arguments.
+
+    ``success_logging="auto"`` (the default) lets litellm run its end-of-stream
+    success logging only when something receives it: a callback in
+    ``litellm.callbacks`` or ``litellm.success_callback``, a per-request
+    ``callbacks``/``success_callback`` in ``extra``, or ``litellm.max_budget``.
+    Otherwise the stream is closed as soon as its usage has arrived, before
+    litellm builds a log record nobody reads (it copies the whole transcript).
+    ``"always"`` reads every stream to its end.
     """
 
     def __init__(
@@ -137,7 +146,14 @@ class LiteLLMExecutor:
         timeout_s: float = DEFAULT_TIMEOUT_S,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
         sync_sleep: Callable[[float], Any] = time.sleep,
+        success_logging: SuccessLogging = "auto",
     ) -> None:
+        if success_logging not in ("auto", "always"):
+            raise ValueError(
+                f"LiteLLMExecutor(success_logging={success_logging!r}): expected 'auto' "
+                f"(litellm logs a request when a callback listens) or 'always'"
+            )
+        self.success_logging: SuccessLogging = success_logging
         self.retry = retry or RetryPolicy()
         self.timeout_s = timeout_s
         self._sleep = sleep
@@ -330,6 +346,10 @@ class LiteLLMExecutor:
     ) -> AsyncGenerator[StreamDelta | InferenceResponse, None]:
         # litellm bounds the HTTP request itself; this only backs it up (its first call
         # also spends seconds on lazy imports that must not count against the model).
+        # litellm schedules its success logging on the read after the usage chunk; when
+        # nothing listens, stop before it (the finally below closes the HTTP stream).
+        # Asked before the call: litellm takes per-request callbacks out of what it is given.
+        stop_at_usage = self.success_logging == "auto" and not success_listened(litellm, kwargs)
         async with asyncio.timeout(timeout + _BACKSTOP_S):
             response = await litellm.acompletion(**kwargs)
         stream = StreamAssembler()
@@ -343,6 +363,8 @@ class LiteLLMExecutor:
                         break
                 for delta in stream.feed(chunk):
                     yield delta
+                if stop_at_usage and stream.ended:
+                    break
         finally:
             close = getattr(response, "aclose", None)
             if close is not None:

@@ -5,6 +5,10 @@ every provider to it): ``choices[].delta`` carries ``content``,
 ``reasoning_content`` and ``tool_calls`` fragments (``index``, ``id``,
 ``function.name``, ``function.arguments`` pieces); the last chunk may carry
 ``usage``. Objects or plain dicts are both accepted.
+
+:attr:`StreamAssembler.ended` tells when nothing more can come: a chunk
+carrying only usage (``choices: []``) after a finish reason, which litellm
+sends last when the request asked for ``stream_options.include_usage``.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ __all__ = ["StreamAssembler"]
 class StreamAssembler:
     """Feed chunks in order; :meth:`response` builds the final answer."""
 
-    __slots__ = ("_calls", "_finish", "_id", "_model", "_reasoning", "_text", "_usage")
+    __slots__ = ("_calls", "_finish", "_id", "_model", "_reasoning", "_text", "_usage", "ended")
 
     def __init__(self) -> None:
         self._text: list[str] = []
@@ -32,16 +36,20 @@ class StreamAssembler:
         self._finish: str | None = None
         self._id: str | None = None
         self._model: str | None = None
+        self.ended = False
+        """A usage-only chunk came after a finish reason: the answer is complete."""
 
     def feed(self, chunk: Any) -> list[StreamDelta]:
         """Take one chunk; return the deltas to stream now."""
         out: list[StreamDelta] = []
         usage = _get(chunk, "usage")
+        choices = _get(chunk, "choices") or ()
         if usage:
             self._usage = usage
+            self.ended = self._finish is not None and not choices
         if self._id is None:  # every chunk repeats them: the first one that has them tells
             self._id, self._model = _text(_get(chunk, "id")), _text(_get(chunk, "model"))
-        for choice in _get(chunk, "choices") or ():
+        for choice in choices:
             self._finish = _get(choice, "finish_reason") or self._finish
             delta = _get(choice, "delta")
             if delta is None:
