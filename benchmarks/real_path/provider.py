@@ -38,10 +38,13 @@ What is measured, in this process only (the server's CPU is not):
 the share of awaken's threads (the SQLite store's I/O thread, which runs each
 commit's transaction).
 ``settled us/step`` runs the same cell with the client's background work
-awaited at the stream's end, inside the client's window: litellm finishes
-each streamed request with success handlers on a task of its own, which
-copy the request's messages (10,000 of them) on a worker thread and so run
-beside awaken's next window, on the shared cores; settled, they do not.
+awaited at the stream's end, inside the client's window. Read to its end, a
+litellm stream finishes with success handlers on a task of their own, which
+copy the request's messages (10,000 of them) and so run beside awaken's
+next window; the executor's default (``success_logging="auto"``) closes a
+stream no litellm callback listens to before they are scheduled, as here, so
+what settling still waits for is litellm's smaller end-of-stream task (its
+response cache step).
 ``quiet us/step`` settles too, then sleeps 30 ms inside the client's window,
 so the server process (freeing its parsed 2 MB body once it has answered)
 and the client's threads have time to finish what the request left them
@@ -112,10 +115,10 @@ CONTROLS = (
         "settled",
         "with the client's logging settled",
         Mode(settle=True),
-        "awaken's CPU per step in the same cell with the client's background logging "
-        "(litellm's success handlers, which copy the request's messages on a worker thread) "
-        "awaited inside the client's window at the stream's end, so it does not run beside "
-        "awaken's next window",
+        "awaken's CPU per step in the same cell with the client's background tasks awaited "
+        "inside the client's window at the stream's end, so they do not run beside awaken's "
+        "next window (with no litellm callback configured the executor closes the stream "
+        "before litellm schedules its success handlers: what is left is its cache task)",
     ),
     Control(
         "quiet",
