@@ -155,6 +155,25 @@ async def test_a_listening_callback_hears_every_request_as_if_read_to_the_end(
     assert heard["auto"] == heard["always"]
 
 
+@pytest.mark.parametrize("mode", ["auto", "always"])
+async def test_a_retried_request_keeps_its_per_request_callback(
+    server: Any, local_spec: Any, fast_retry: Any, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """litellm moves async callbacks out of the list a call is given: each attempt gets its own."""
+    events: list[int] = []
+    extra = _request_function(monkeypatch, events)
+    server.add(Reply.error(503, "busy"), _reply(1), Reply.error(503, "busy"), _reply(2))
+    spec = local_spec(extra=extra)
+    executor = LiteLLMExecutor(retry=fast_retry, success_logging=mode)  # type: ignore[arg-type]
+    for _ in (1, 2):
+        await _stream(spec, executor)
+    await _until(lambda: len(events) >= 2)
+    await asyncio.sleep(0.1)  # and nothing more arrives
+    assert events == [20, 20]
+    assert len(server.requests) == 4
+    assert len(spec.extra["success_callback"]) == 1
+
+
 async def test_litellms_budget_tracking_counts_as_listening(
     server: Any, local_spec: Any, handled: list[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:

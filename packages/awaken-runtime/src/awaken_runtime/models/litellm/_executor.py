@@ -30,7 +30,7 @@ from .._model import (
 from ._convert import ConvertedMessages
 from ._embed import embed
 from ._errors import LiteLLMNotInstalled, classify
-from ._listeners import SuccessLogging, success_listened
+from ._listeners import SuccessLogging, call_kwargs, success_listened
 from ._request import completion_kwargs
 from ._retry import RetryPolicy
 from ._stream import StreamAssembler
@@ -348,10 +348,9 @@ class LiteLLMExecutor:
         # also spends seconds on lazy imports that must not count against the model).
         # litellm schedules its success logging on the read after the usage chunk; when
         # nothing listens, stop before it (the finally below closes the HTTP stream).
-        # Asked before the call: litellm takes per-request callbacks out of what it is given.
         stop_at_usage = self.success_logging == "auto" and not success_listened(litellm, kwargs)
         async with asyncio.timeout(timeout + _BACKSTOP_S):
-            response = await litellm.acompletion(**kwargs)
+            response = await litellm.acompletion(**call_kwargs(kwargs))
         stream = StreamAssembler()
         iterator = response.__aiter__()
         try:

@@ -8,7 +8,6 @@ takes one, else a final-result tool the model is made to call.
 
 from __future__ import annotations
 
-import copy
 import os
 from collections.abc import Callable
 from typing import Any
@@ -103,9 +102,5 @@ def completion_kwargs(
         # A local OpenAI-compatible server (Ollama, vLLM, llama.cpp) usually wants no
         # key, but the OpenAI client refuses to run without one.
         kwargs["api_key"] = NO_KEY
-    # Containers are copied: litellm takes per-request callbacks out of the lists it is
-    # given, which would empty the spec's own and silence them from the second request on.
-    kwargs.update(
-        {k: copy.copy(v) if isinstance(v, list | dict | set) else v for k, v in spec.extra.items()}
-    )
+    kwargs.update(spec.extra)
     return kwargs
