@@ -9,7 +9,11 @@ time a full streamed round trip (request sent -> ``[DONE]`` consumed) through:
              lines and ``json.loads``-ing each chunk (the floor);
 * litellm:   ``litellm.acompletion(stream=True)`` and iterating its chunks;
 * executor:  awaken's ``LiteLLMExecutor.stream`` (litellm plus delta/tool-call
-             assembly, usage, cost and retry bookkeeping).
+             assembly, usage, cost and retry bookkeeping). With no litellm
+             callback configured it stops reading once the usage chunk has
+             arrived (``success_logging="auto"``), so litellm never schedules
+             its end-of-stream success handlers; the ``litellm`` row reads to
+             the end and pays for them, which is why this row can be the cheaper.
 
 Median (and p90) of N rounds each after a warm-up; overhead = median minus
 the httpx median. Run: ``hatch run python benchmarks/litellm_roundtrip.py``
