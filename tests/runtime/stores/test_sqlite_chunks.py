@@ -138,21 +138,23 @@ async def test_a_deleted_thread_takes_its_chunks_along(tmp_path: Path) -> None:
     await store.close()
 
 
-@pytest.mark.parametrize(
-    "tamper",
-    [
-        "UPDATE message_chunks SET n = n + 1 WHERE first_seq = 1",
-        "UPDATE message_chunks SET n = n - 1 WHERE first_seq = 5",
-        "UPDATE message_chunks SET body = body || char(10) || body WHERE first_seq = 1",
-        "UPDATE message_chunks SET body = CAST(body AS BLOB) WHERE first_seq = 1",
-        "UPDATE message_chunks SET first_seq = 6 WHERE first_seq = 5",
-        "UPDATE message_chunks SET body = NULL WHERE first_seq = 5",
-        "DELETE FROM message_chunks WHERE first_seq = 1",
-        "UPDATE message_chunks SET last_seq = 2 WHERE first_seq = 5",
-        "UPDATE message_chunks SET n = 0 WHERE first_seq = 1",
-        "UPDATE message_chunks SET last_seq = 6 WHERE first_seq = 5",
-    ],
-)
+_TAMPERS = [
+    "UPDATE message_chunks SET n = n + 1 WHERE first_seq = 1",
+    "UPDATE message_chunks SET n = n - 1 WHERE first_seq = 5",
+    "UPDATE message_chunks SET body = body || char(10) || body WHERE first_seq = 1",
+    "UPDATE message_chunks SET body = CAST(body AS BLOB) WHERE first_seq = 1",
+    "UPDATE message_chunks SET first_seq = 6 WHERE first_seq = 5",
+    "UPDATE message_chunks SET body = NULL WHERE first_seq = 5",
+    "DELETE FROM message_chunks WHERE first_seq = 1",
+    "UPDATE message_chunks SET last_seq = 2 WHERE first_seq = 5",
+    "UPDATE message_chunks SET n = 0 WHERE first_seq = 1",
+    "UPDATE message_chunks SET last_seq = 6 WHERE first_seq = 5",
+]
+"""Hand changes to chunk rows that make a chunk disagree with its rows (chunks (1, 4)
+and (5, 8) of ten messages)."""
+
+
+@pytest.mark.parametrize("tamper", _TAMPERS)
 async def test_a_chunk_that_does_not_match_its_rows_is_not_used(
     tmp_path: Path, tamper: str
 ) -> None:
@@ -258,19 +260,26 @@ async def test_a_database_from_before_chunks_gains_them(tmp_path: Path) -> None:
     await store.close()
 
 
-def _version_4(path: Path, messages: list[Message]) -> None:
-    """A schema version 4 database holding ``messages`` as thread t1, chunked."""
+def _version_4(path: Path, messages: list[Message], step: int | None = None) -> int:
+    """A schema version 4 database holding ``messages`` as thread t1, committed ``step``
+    at a time (all at once by default) and chunked as they went; the thread's version."""
+    step = step or len(messages)
     conn = connect(str(path), target=4)
     try:
         cur = conn.cursor()
         cur.execute("BEGIN IMMEDIATE")
-        _sqlite_ops.insert_commit(cur, B, (0, 0), messages, [], None)
-        cur.execute("INSERT INTO threads VALUES ('t1', 1, ?, 0, NULL, NULL, 0)", (len(messages),))
+        for n in range(0, len(messages), step):
+            _sqlite_ops.insert_commit(cur, B, (n, 0), messages[n : n + step], [], None)
+        version = -(-len(messages) // step)
+        cur.execute(
+            "INSERT INTO threads VALUES ('t1', ?, ?, 0, NULL, NULL, 0)", (version, len(messages))
+        )
         cur.execute("COMMIT")
         with pytest.raises(sqlite3.OperationalError, match="rowid"):  # WITHOUT ROWID
             cur.execute("SELECT rowid FROM message_chunks")
     finally:
         conn.close()
+    return version
 
 
 async def test_a_version_4_database_keeps_its_chunks_in_a_table_with_small_keys(
@@ -329,6 +338,30 @@ async def test_a_migration_to_version_5_that_fails_part_way_changes_nothing(
     store = SQLiteStore(path)  # the next open migrates
     assert _chunks(path) == [(1, 5, 5)]
     assert await _fresh(path) == history == (await store.load(B)).messages
+    await store.close()
+
+
+@pytest.mark.parametrize("tamper", _TAMPERS)
+async def test_a_chunk_tampered_with_before_the_version_5_migration_is_not_used(
+    tmp_path: Path, tamper: str
+) -> None:
+    # Version 5 copies version 4's chunk rows as they are: a chunk changed by hand
+    # before the upgrade is judged against its rows after it, as on version 5.
+    path = tmp_path / "a.db"
+    history = _history(10)
+    version = _version_4(path, history, step=4)
+    assert _chunks(path) == [(1, 4, 4), (5, 8, 4)]
+    with _db(path) as conn:
+        conn.execute(tamper)
+    tampered = _chunks(path)
+    store = SQLiteStore(path)  # migrates
+    with _db(path) as conn:
+        assert conn.execute("SELECT version FROM schema_version").fetchone() == (SCHEMA_VERSION,)
+    assert _chunks(path) == tampered
+    assert await _fresh(path) == history == (await store.load(B)).messages
+    more = _history(SMALL, start=10)
+    await store.commit(B, version, more, [])
+    assert await _fresh(path) == history + more == _rows(path) == (await store.load(B)).messages
     await store.close()
 
 
