@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from awaken_ext_compact import (
     STATS,
@@ -26,6 +28,8 @@ from awaken_ext_compact import (
     load_encoding,
 )
 from awaken_ext_compact import _encodings as encodings
+from awaken_ext_compact._bound import BoundTokens
+from awaken_ext_compact._index import TokenSums
 from awaken_runtime import ContentPart, Message, Scope, ToolCall, ToolDescriptor
 
 CORPUS = [
@@ -161,6 +165,78 @@ def test_thread_index_ingests_only_new_messages() -> None:
     assert index.tokens(0) == sum(counter.message(m) for m in messages)
     assert index.tokens(10, 20) == sum(counter.message(m) for m in messages[10:20])
     assert index.last_user == 50
+
+
+_TEXTS = st.one_of(
+    st.sampled_from(["", "ok", "naïve café ☕", "这是测试", "x" * 400, "word " * 120]),
+    st.text(max_size=60),
+)
+
+
+@st.composite
+def _thread(draw: st.DrawFn) -> list[Message]:
+    """Users, assistants with tool calls, tool results short and long, in any order."""
+    out: list[Message] = []
+    for i in range(draw(st.integers(1, 30))):
+        kind = draw(st.sampled_from(["user", "assistant", "call", "tool"]))
+        text = draw(_TEXTS)
+        if kind == "user":
+            out.append(Message.user(text))
+        elif kind == "assistant":
+            out.append(Message.assistant(text))
+        elif kind == "call":
+            call = ToolCall(id=f"c{i}", name="look", arguments={"q": text})
+            out.append(Message.assistant(None, [call]))
+        else:
+            out.append(Message(role="tool", content=text, tool_call_id=f"c{i}", name="look"))
+    return out
+
+
+def _state(index: TokenSums) -> tuple[Any, ...]:
+    return (
+        index.prefix,
+        index.ids,
+        index.pos,
+        index.last_user,
+        index.big,
+        index._cuts,
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    thread=_thread(),
+    steps=st.lists(st.integers(1, 9), min_size=1, max_size=30),
+    cap=st.sampled_from([None, 1, 8, 40, "a tool result's own cost"]),
+    pick=st.integers(0, 29),
+    bound=st.booleans(),
+)
+def test_ingesting_a_few_messages_at_a_time_equals_one_batch(
+    thread: list[Message], steps: list[int], cap: int | str | None, pick: int, bound: bool
+) -> None:
+    # A step adds a message or two (ingested one by one), a new index a whole thread
+    # (ingested in batch passes): both must leave the same sums, cuts and positions.
+    def index(limit: int | None) -> TokenSums:
+        if bound:
+            return BoundTokens(limit)
+        return ThreadTokens(TokenCounter(EstimatedEncoding("o200k_base")), limit)
+
+    if isinstance(cap, str):  # a result costing exactly the cap is not cut
+        results = [m for m in thread if m.role == "tool"] or thread
+        cap = index(None)._count(results[pick % len(results)])
+
+    whole, stepped = index(cap), index(cap)
+    whole.sync(thread)
+    n = cuts = 0
+    for size in steps:
+        n = min(len(thread), n + size)
+        stepped.sync(thread[:n])
+        cuts += stepped.last_cut
+    stepped.sync(thread)
+    cuts += stepped.last_cut
+    assert _state(stepped) == _state(whole)
+    assert cuts == whole.last_cut
+    assert stepped.tokens(0) == whole.tokens(0)
 
 
 def test_thread_index_recovers_from_a_rolled_back_tail() -> None:

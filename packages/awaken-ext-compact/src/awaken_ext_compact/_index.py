@@ -133,6 +133,8 @@ class TokenSums:
     def _ingest(self, messages: Sequence[Message], first: int, stop: int) -> int:
         if first >= stop:
             return 0
+        if stop - first <= _FEW:
+            return self._ingest_few(messages, first, stop)
         # Whole-batch passes (C-level iteration, no per-message bookkeeping in
         # Python): a new index ingests a long thread at once.
         batch = _span(messages, first, stop)  # one C-level copy, then plain list passes
@@ -151,6 +153,26 @@ class TokenSums:
         self.prefix.extend(sums)
         self.ids.extend(ids)
         self.pos.update(zip(ids, range(first, stop), strict=True))
+        return stop - first
+
+    def _ingest_few(self, messages: Sequence[Message], first: int, stop: int) -> int:
+        """:meth:`_ingest` for the few messages a step adds, one by one (the batch
+        passes cost more in setting up than they save on two or three messages)."""
+        count, limit = self._count, self.big_limit
+        prefix, ids, pos = self.prefix, self.ids, self.pos
+        total = prefix[-1]
+        for i in range(first, stop):
+            message = messages[i]
+            cost = count(message)
+            role = message.role
+            if role == "user":
+                self.last_user = i
+            elif limit is not None and role == "tool" and cost > limit:
+                cost = self._cut(i, message, limit)
+            total += cost
+            prefix.append(total)
+            ids.append(message.id)
+            pos[message.id] = i
         return stop - first
 
     def _truncate(self, k: int, messages: Sequence[Message]) -> None:
@@ -320,6 +342,8 @@ def _span(messages: Sequence[Message], first: int, stop: int) -> list[Message]:
 
 
 _CHUNK = 256
+_FEW = 4
+"""Up to this many new messages are ingested one by one (:meth:`TokenSums._ingest_few`)."""
 
 
 def _find_before(messages: Sequence[Message], stop: int, message_id: str) -> int | None:
