@@ -11,6 +11,7 @@ a new process, a tampered checkpoint).
 
 from __future__ import annotations
 
+import asyncio
 import random
 import weakref
 from typing import Any
@@ -36,7 +37,10 @@ from awaken_ext_compact._state import StateReader
 from awaken_runtime import (
     CONTEXT_MESSAGES,
     REQUEST_WINDOW,
+    STANDING_CONTEXT,
+    Band,
     ContentPart,
+    ContextMessage,
     InferenceRequest,
     InferenceResponse,
     KeepLast,
@@ -112,6 +116,7 @@ async def _step(
     window: int = 128_000,
     thread: str = "thread",
     keep_last: int | None = None,
+    system: Message = SYSTEM,
 ) -> dict[str, Any]:
     """One BEFORE_INFERENCE hook call; returns what it staged, by key. Thread state and
     the run's stats stay in ``data`` (context and window are the next request's only).
@@ -122,9 +127,9 @@ async def _step(
     hook = hooks[config]
     view = MessageView(items, 0, len(items))
     if keep_last is None:
-        messages: Any = HeadedView([SYSTEM], items, len(items))
+        messages: Any = HeadedView([system], items, len(items))
     else:
-        messages = ChainView([[SYSTEM], Transcript(items).window(KeepLast(keep_last=keep_last))])
+        messages = ChainView([[system], Transcript(items).window(KeepLast(keep_last=keep_last))])
     ctx = PhaseContext(
         point=PhaseHookPoint.BEFORE_INFERENCE,
         store=Store(data),
@@ -305,6 +310,63 @@ async def test_bound_first_stages_what_counting_everything_stages(seed: int) -> 
         assert SUMMARY.get(Store(data)) == SUMMARY.get(Store(ref_data))
         modes.add("bound" if _bound_index(plugin, config, window) is not None else "count")
     assert modes == {"bound", "count"}  # both ways, and the switch, were taken
+
+
+def _entries(size: int, tag: str) -> dict[str, Any]:
+    """Stored context entries (what other plugins staged) holding ``size`` words."""
+    text = " ".join(f"{tag}{k}" for k in range(size))
+    entry = ContextMessage(key=tag, band=Band.SESSION, content=text)
+    return {tag: entry.model_dump(mode="json")}
+
+
+_STANDING = [None, _entries(5, "s"), _entries(900, "s")]
+_STAGED = [None, _entries(5, "c"), _entries(900, "c")]
+_SYSTEMS = [SYSTEM, Message.system("You are a test agent. " + "Be brief. " * 700)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    steps=st.lists(
+        st.tuples(
+            st.integers(0, 2), st.integers(0, 2), st.integers(0, 1), st.booleans(), st.booleans()
+        ),
+        min_size=2,
+        max_size=8,
+    )
+)
+def test_each_plan_counts_the_context_and_system_prompt_it_carries(
+    steps: list[tuple[int, int, int, bool, bool]],
+) -> None:
+    asyncio.run(_plans_follow_the_fixed_part(steps))
+
+
+async def _plans_follow_the_fixed_part(steps: list[tuple[int, int, int, bool, bool]]) -> None:
+    # The hook keeps the count of the staged context and the system prompt while they
+    # are the same objects. Whatever they change to (a big entry staged or withdrawn, an
+    # equal copy, a longer prompt) and whatever the thread gains, every step must stage
+    # what a new plugin, counting all of it afresh, stages.
+    config = CompactConfig(keep_recent_messages=4, min_gain_tokens=0)
+    items = _thread(30, seed=7)
+    rng = random.Random(7)
+    kept, data = CompactPlugin(clock=lambda: 1000.0), {}
+    for standing, staged, system, copy, grow in steps:
+        if grow:
+            _grow(items, rng)
+        context = {
+            STANDING_CONTEXT: _STANDING[standing],
+            CONTEXT_MESSAGES: _STAGED[staged],
+        }
+        for key, value in context.items():
+            if value is not None:
+                data[(Scope.RUN, key)] = dict(value) if copy else value
+            else:
+                data.pop((Scope.RUN, key), None)
+        before = dict(data)
+        prompt = _SYSTEMS[system]
+        got = await _step(kept, items, data, config, window=3_000, system=prompt)
+        fresh = CompactPlugin(clock=lambda: 1000.0)
+        want = await _step(fresh, items, before, config, window=3_000, system=prompt)
+        assert _shape(got, stats=False) == _shape(want, stats=False)
 
 
 @pytest.mark.parametrize("change", ["same length, other messages", "rolled back and regrown"])

@@ -22,6 +22,8 @@ per message rather than a tokenizer pass.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
+from typing import Any
 
 from awaken_runtime import (
     CONTEXT_MESSAGES,
@@ -33,6 +35,7 @@ from awaken_runtime import (
     Message,
     PhaseContext,
     Scope,
+    ToolDescriptor,
     inject,
     request_context,
 )
@@ -96,6 +99,8 @@ class CompactHook:
         # What the installed core honours does not change while the process runs.
         self._replaces = core_supports_replacements()
         self._windows = core_supports_request_window()
+        # The staged context and system prompt of the last plan, and their tokens.
+        self._fixed: tuple[TokenCounter, object, object, object, int] | None = None
 
     def _pinned(
         self, message: Message, counter: TokenCounter, limit: int | None
@@ -107,6 +112,38 @@ class CompactHook:
             entry = pinned_entry(message, counter, limit)
             self._pin = (key, entry, counter.context([entry]))
         return self._pin[1], self._pin[2]
+
+    def _fixed_tokens(
+        self,
+        counter: TokenCounter,
+        tools: Sequence[ToolDescriptor],
+        standing: dict[str, Any] | None,
+        staged: dict[str, Any] | None,
+        system: Message | None,
+    ) -> int:
+        """Tokens of what every plan carries besides messages: reply priming, the tool
+        schemas, the staged context entries and the system prompt.
+
+        The entries and the system prompt count as they did last step when they are
+        the same objects (committed values are replaced, never mutated, and messages
+        are frozen), so the entries are not validated again every step; the tool list
+        is the counter's to check (it may be one list changed in place).
+        """
+        fixed = REPLY_PRIMING + counter.tools(tools)
+        memo = self._fixed
+        if (
+            memo is not None
+            and memo[0] is counter
+            and memo[1] is standing
+            and memo[2] is staged
+            and memo[3] is system
+        ):
+            return fixed + memo[4]
+        extra = counter.raw_context(request_context(standing, staged))
+        if system is not None:
+            extra += counter.message(system)
+        self._fixed = (counter, standing, staged, system, extra)
+        return fixed + extra
 
     def _summary_entry(self, summary: Summary) -> ContextMessage:
         """The summary's context entry (one slot: it changes once per compaction)."""
@@ -236,15 +273,13 @@ class CompactHook:
             need = max(need, covered)  # what the summary covers is never counted
         thread_id = ctx.run.thread_id
         index = self.caches.index(thread_id, counter, cap, found, messages, need)
-        fixed = REPLY_PRIMING + counter.tools(request.tools)
-        fixed += counter.raw_context(
-            request_context(
-                store.get_value(STANDING_CONTEXT, Scope.RUN),
-                store.get_value(CONTEXT_MESSAGES, Scope.RUN),
-            )
+        fixed = self._fixed_tokens(
+            counter,
+            request.tools,
+            store.get_value(STANDING_CONTEXT, Scope.RUN),
+            store.get_value(CONTEXT_MESSAGES, Scope.RUN),
+            system,
         )
-        if system is not None:
-            fixed += counter.message(system)
         start = policy_start
         if summary is not None:
             boundary = index.index_of(summary.covered_through, summary.covered_count - 1)
