@@ -100,7 +100,7 @@ class CompactHook:
         self._replaces = core_supports_replacements()
         self._windows = core_supports_request_window()
         # The staged context and system prompt of the last plan, and their tokens.
-        self._fixed: tuple[TokenCounter, object, object, object, int] | None = None
+        self._fixed: tuple[tuple[TokenCounter, object, object, object], int] | None = None
 
     def _pinned(
         self, message: Message, counter: TokenCounter, limit: int | None
@@ -125,24 +125,19 @@ class CompactHook:
         schemas, the staged context entries and the system prompt.
 
         The entries and the system prompt count as they did last step when they are
-        the same objects (committed values are replaced, never mutated, and messages
-        are frozen), so the entries are not validated again every step; the tool list
-        is the counter's to check (it may be one list changed in place).
+        the same objects, or equal ones (committed values are replaced, never mutated,
+        and messages are frozen), so the entries are not validated again every step;
+        the tool list is the counter's to check (it may be one list changed in place).
         """
         fixed = REPLY_PRIMING + counter.tools(tools)
+        key = (counter, standing, staged, system)
         memo = self._fixed
-        if (
-            memo is not None
-            and memo[0] is counter
-            and memo[1] is standing
-            and memo[2] is staged
-            and memo[3] is system
-        ):
-            return fixed + memo[4]
+        if memo is not None and memo[0] == key:  # identical items: compared by identity alone
+            return fixed + memo[1]
         extra = counter.raw_context(request_context(standing, staged))
         if system is not None:
             extra += counter.message(system)
-        self._fixed = (counter, standing, staged, system, extra)
+        self._fixed = (key, extra)
         return fixed + extra
 
     def _summary_entry(self, summary: Summary) -> ContextMessage:
