@@ -55,6 +55,7 @@ from awaken_runtime import (
     StateValueError,
     Store,
     ToolCall,
+    ToolDescriptor,
     Transcript,
 )
 from awaken_runtime.messages._transcript import ChainView, HeadedView
@@ -63,9 +64,9 @@ SYSTEM = Message.system("You are a test agent.")
 WORDS = ["the", "tool", "reads", "données", "数据", "🎉", "a", "long", "result", "x_y", "{}"]
 
 
-def _model(window: int) -> ModelSpec:
+def _model(window: int, model: str = "gpt-4o") -> ModelSpec:
     return ModelSpec(
-        id="m", provider="p", model="gpt-4o", context_window=window, max_output_tokens=200
+        id="m", provider="p", model=model, context_window=window, max_output_tokens=200
     )
 
 
@@ -117,6 +118,7 @@ async def _step(
     thread: str = "thread",
     keep_last: int | None = None,
     system: Message = SYSTEM,
+    model: str = "gpt-4o",
 ) -> dict[str, Any]:
     """One BEFORE_INFERENCE hook call; returns what it staged, by key. Thread state and
     the run's stats stay in ``data`` (context and window are the next request's only).
@@ -136,7 +138,7 @@ async def _step(
         run=RunInfo("run", thread, "agent", "default", "default", 1),
         messages=view,
         plugin_id="compact",
-        request=InferenceRequest(model=_model(window), messages=messages, tools=[]),
+        request=InferenceRequest(model=_model(window, model), messages=messages, tools=[]),
         children=Runner(),  # type: ignore[arg-type]
     )
     reaction = await hook(ctx)
@@ -328,28 +330,33 @@ _SYSTEMS = [SYSTEM, Message.system("You are a test agent. " + "Be brief. " * 700
 @given(
     steps=st.lists(
         st.tuples(
-            st.integers(0, 2), st.integers(0, 2), st.integers(0, 1), st.booleans(), st.booleans()
+            st.integers(0, 2),
+            st.integers(0, 2),
+            st.integers(0, 1),
+            st.booleans(),
+            st.booleans(),
+            st.sampled_from(["gpt-4o", "gpt-4"]),  # o200k_base, cl100k_base
         ),
         min_size=2,
         max_size=8,
     )
 )
 def test_each_plan_counts_the_context_and_system_prompt_it_carries(
-    steps: list[tuple[int, int, int, bool, bool]],
+    steps: list[tuple[int, int, int, bool, bool, str]],
 ) -> None:
     asyncio.run(_plans_follow_the_fixed_part(steps))
 
 
-async def _plans_follow_the_fixed_part(steps: list[tuple[int, int, int, bool, bool]]) -> None:
+async def _plans_follow_the_fixed_part(steps: list[tuple[int, int, int, bool, bool, str]]) -> None:
     # The hook keeps the count of the staged context and the system prompt while they
     # are the same objects. Whatever they change to (a big entry staged or withdrawn, an
-    # equal copy, a longer prompt) and whatever the thread gains, every step must stage
-    # what a new plugin, counting all of it afresh, stages.
+    # equal copy, a longer prompt, a model with another encoding) and whatever the thread
+    # gains, every step must stage what a new plugin, counting all of it afresh, stages.
     config = CompactConfig(keep_recent_messages=4, min_gain_tokens=0)
     items = _thread(30, seed=7)
     rng = random.Random(7)
     kept, data = CompactPlugin(clock=lambda: 1000.0), {}
-    for standing, staged, system, copy, grow in steps:
+    for standing, staged, system, copy, grow, model in steps:
         if grow:
             _grow(items, rng)
         context = {
@@ -363,10 +370,41 @@ async def _plans_follow_the_fixed_part(steps: list[tuple[int, int, int, bool, bo
                 data.pop((Scope.RUN, key), None)
         before = dict(data)
         prompt = _SYSTEMS[system]
-        got = await _step(kept, items, data, config, window=3_000, system=prompt)
+        got = await _step(kept, items, data, config, window=3_000, system=prompt, model=model)
         fresh = CompactPlugin(clock=lambda: 1000.0)
-        want = await _step(fresh, items, before, config, window=3_000, system=prompt)
+        want = await _step(fresh, items, before, config, window=3_000, system=prompt, model=model)
         assert _shape(got, stats=False) == _shape(want, stats=False)
+
+
+async def test_the_fixed_part_is_recounted_for_another_encoding_or_a_changed_tool_list() -> None:
+    # The same context, prompt and tool list objects, asked for by two models with other
+    # encodings in turn, then with the list changed in place: each answer must be what a
+    # hook that never counted anything before gives.
+    config = CompactConfig()
+
+    def hook() -> Any:
+        (found,) = CompactPlugin().resolve(config).hooks_at(PhaseHookPoint.BEFORE_INFERENCE)
+        return found
+
+    plugin = CompactPlugin()
+    o200k = await plugin.caches.counter(config, "gpt-4o")
+    cl100k = await plugin.caches.counter(config, "gpt-4")
+    assert o200k.name != cl100k.name
+    # Text the two encodings split differently (simple English words they split alike).
+    text = "数据を検索します。données 🎉 "
+    entry = ContextMessage(key="s", band=Band.SESSION, content=text * 40)
+    standing, staged = {"s": entry.model_dump(mode="json")}, _STAGED[1]
+    prompt = Message.system(text * 20)
+    tools = [ToolDescriptor(id="lookup", description=text * 30)]
+    kept = hook()
+    answers = []
+    for counter, change in [(o200k, None), (cl100k, None), (o200k, None), (o200k, "tools")]:
+        if change == "tools":
+            tools[0] = ToolDescriptor(id="lookup", description="Short.")
+        got = kept._fixed_tokens(counter, tools, standing, staged, prompt)
+        assert got == hook()._fixed_tokens(counter, tools, standing, staged, prompt)
+        answers.append(got)
+    assert len(set(answers)) == 3  # each change moved the count
 
 
 @pytest.mark.parametrize("change", ["same length, other messages", "rolled back and regrown"])
