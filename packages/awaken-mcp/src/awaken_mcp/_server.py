@@ -34,6 +34,8 @@ from awaken_runtime import (
     ToolOutput,
 )
 
+from ._content import to_result
+
 __all__ = ["AGENT_INPUT_SCHEMA", "PRINCIPAL_STATE", "build_server", "offered_tools"]
 
 log = logging.getLogger("awaken_mcp")
@@ -65,19 +67,6 @@ def offered_tools(runtime: Runtime, agent_ids: Sequence[str]) -> dict[str, Tool]
             if tool is not None:
                 out[tid] = tool
     return out
-
-
-def _text(output: ToolOutput) -> types.CallToolResult:
-    content: list[types.ContentBlock] = [types.TextContent(text=output.content)]
-    for part in output.parts:
-        extra = part.model_extra or {}
-        url = (extra.get("image_url") or {}).get("url", "")
-        if part.type == "image_url" and url.startswith("data:") and ";base64," in url:
-            mime, _, data = url[5:].partition(";base64,")
-            content.append(types.ImageContent(data=data, mime_type=mime))
-        elif part.text is not None:
-            content.append(types.TextContent(text=part.text))
-    return types.CallToolResult(content=content, is_error=output.is_error)
 
 
 def _profile(ctx: Any) -> str:
@@ -149,7 +138,7 @@ async def _call_tool(tool: Tool, tool_id: str, args: dict[str, Any]) -> types.Ca
         try:
             args = coerce(args)
         except ValueError as exc:
-            return _text(ToolOutput.error(f"Invalid arguments for tool {tool_id!r}: {exc}"))
+            return to_result(ToolOutput.error(f"Invalid arguments for tool {tool_id!r}: {exc}"))
     call_id = uuid.uuid4().hex
     ctx = ToolCallContext(
         store=Store({}),
@@ -166,7 +155,7 @@ async def _call_tool(tool: Tool, tool_id: str, args: dict[str, Any]) -> types.Ca
     except Exception as exc:  # a tool's failure is the caller's error result, as in a run
         log.exception("tool %r raised over MCP", tool_id)
         output = ToolOutput.error(f"Tool {tool_id!r} failed: {type(exc).__name__}: {exc}")
-    return _text(output)
+    return to_result(output)
 
 
 async def _call_agent(
@@ -175,13 +164,13 @@ async def _call_agent(
     prompt = args.get("prompt")
     thread = args.get("thread_id")
     if not isinstance(prompt, str) or not prompt.strip():
-        return _text(ToolOutput.error("`prompt` must be a non-empty string"))
+        return to_result(ToolOutput.error("`prompt` must be a non-empty string"))
     if thread is not None and not isinstance(thread, str):
-        return _text(ToolOutput.error("`thread_id` must be a string"))
+        return to_result(ToolOutput.error("`thread_id` must be a string"))
     state = await runtime.run(agent_id, prompt, thread_id=thread, profile_id=profile)
     if state.phase is Phase.WAITING:
         reasons = ", ".join(t.await_reason.value for t in state.tickets)
-        return _text(
+        return to_result(
             ToolOutput.error(
                 f"agent {agent_id!r} is waiting for a human decision ({reasons}) on thread "
                 f"{state.thread_id!r}; answer it through awaken (REST or CLI), then call again"
@@ -189,5 +178,5 @@ async def _call_agent(
         )
     failure = getattr(state.end_cause, "failure", None)
     if failure is not None:
-        return _text(ToolOutput.error(f"agent {agent_id!r} failed: {failure}"))
-    return _text(ToolOutput.ok(state.final_text or ""))
+        return to_result(ToolOutput.error(f"agent {agent_id!r} failed: {failure}"))
+    return to_result(ToolOutput.ok(state.final_text or ""))

@@ -1,0 +1,146 @@
+"""The tools the MCP conformance suite's server scenarios call, as awaken tools.
+
+``awaken mcp serve --setup everything:setup --agents agents/`` serves them
+(``harness.py`` starts it). Each returns what its scenario expects, through
+the same ``ToolOutput`` -> MCP mapping every awaken tool uses: text, then
+``parts`` in OpenAI's shapes (an image data URL, ``input_audio``, a ``file``).
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import struct
+import wave
+import zlib
+from typing import Any
+
+from awaken_runtime import (
+    AgentRuntimeBuilder,
+    ContentPart,
+    ToolCallContext,
+    ToolDescriptor,
+    ToolOutput,
+    tool,
+)
+
+
+def _png() -> str:
+    """A 1x1 red PNG, base64."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        crc = zlib.crc32(kind + data) & 0xFFFFFFFF
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
+
+    header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)
+    raw = chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\x00\xff\x00\x00"))
+    return base64.b64encode(b"\x89PNG\r\n\x1a\n" + raw + chunk(b"IEND", b"")).decode()
+
+
+def _wav() -> str:
+    """Eight samples of 8 kHz mono silence, base64."""
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(1)
+        out.setframerate(8000)
+        out.writeframes(b"\x80" * 8)
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+PNG, WAV = _png(), _wav()
+
+
+def _image() -> ContentPart:
+    return ContentPart(type="image_url", image_url={"url": f"data:image/png;base64,{PNG}"})
+
+
+def _file(name: str, mime: str, text: str) -> ContentPart:
+    data = base64.b64encode(text.encode()).decode()
+    return ContentPart(
+        type="file", file={"filename": name, "file_data": f"data:{mime};base64,{data}"}
+    )
+
+
+@tool
+def test_simple_text() -> str:
+    """Answer with a fixed text."""
+    return "This is a simple text response for testing."
+
+
+@tool
+def test_image_content() -> ToolOutput:
+    """Answer with a 1x1 PNG."""
+    return ToolOutput(parts=[_image()])
+
+
+@tool
+def test_audio_content() -> ToolOutput:
+    """Answer with a short WAV."""
+    return ToolOutput(
+        parts=[ContentPart(type="input_audio", input_audio={"data": WAV, "format": "wav"})]
+    )
+
+
+@tool
+def test_embedded_resource() -> ToolOutput:
+    """Answer with an embedded text resource."""
+    part = _file("test://embedded-resource", "text/plain", "This is an embedded resource content.")
+    return ToolOutput(parts=[part])
+
+
+@tool
+def test_multiple_content_types() -> ToolOutput:
+    """Answer with text, an image and an embedded resource."""
+    resource = _file(
+        "test://mixed-content-resource", "application/json", '{"test":"data","value":123}'
+    )
+    return ToolOutput(content="Multiple content types test:", parts=[_image(), resource])
+
+
+@tool
+def test_error_handling() -> str:
+    """Always fail."""
+    raise RuntimeError("This tool intentionally returns an error for testing")
+
+
+class SchemaTool:
+    """A tool whose input schema uses JSON Schema 2020-12 keywords, served as written."""
+
+    descriptor = ToolDescriptor(
+        id="json_schema_2020_12_tool",
+        description="Tool with JSON Schema 2020-12 features",
+        parameters={
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "$defs": {
+                "address": {
+                    "type": "object",
+                    "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+                }
+            },
+            "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+            "additionalProperties": False,
+        },
+    )
+
+    async def call(self, args: dict[str, Any], ctx: ToolCallContext) -> ToolOutput:
+        """Echo the arguments."""
+        return ToolOutput.ok(f"received {sorted(args)}")
+
+
+TOOLS: list[Any] = [
+    test_simple_text,
+    test_image_content,
+    test_audio_content,
+    test_embedded_resource,
+    test_multiple_content_types,
+    test_error_handling,
+    SchemaTool(),
+]
+
+
+def setup(builder: AgentRuntimeBuilder) -> None:
+    """Register the scenario tools."""
+    for each in TOOLS:
+        builder.with_tool(each)
