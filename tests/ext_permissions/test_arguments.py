@@ -91,9 +91,14 @@ def test_explain_names_the_normalized_path() -> None:
     assert verdict.detail == "path path='src/secrets/key' (normalized from 'src/./secrets/key')"
 
 
-def test_undeclared_arguments_are_matched_as_text() -> None:
-    # Without shell_arguments the rule sees one string: the README says so plainly.
-    config = {"allow": ['shell(command ~ "git *")'], "default": "deny"}
+def test_undeclared_arguments_fail_closed_unless_declared_text() -> None:
+    # Undeclared, the allow cannot vouch for a second command: the default decides.
+    config: dict[str, Any] = {"allow": ['shell(command ~ "git *")'], "default": "deny"}
+    verdict = explain(config, "shell", {"command": "git x; rm -rf ~"})
+    assert (verdict.behavior.value, verdict.source) == ("deny", "default")
+    assert explain(config, "shell", {"command": "git x"}).behavior.value == "allow"
+    # Declared plain text, the argument is matched as written (the old behaviour, opted in).
+    config["text_arguments"] = {"shell": ["command"]}
     assert explain(config, "shell", {"command": "git x; rm -rf ~"}).behavior.value == "allow"
 
 

@@ -29,6 +29,7 @@ from typing import Any
 
 from ._model import Condition, Operator, Rule
 from ._shell import split_shell
+from ._vouch import Vouched
 
 __all__ = ["ArgumentViews", "Views", "casefold_rule", "normalize_path", "split_shell"]
 
@@ -118,15 +119,27 @@ class ArgumentViews:
         paths: Mapping[str, Sequence[str]],
         root: str | None = None,
         case_insensitive: bool = False,
+        text: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         self.shell = {k: tuple(v) for k, v in shell.items()}
         self.paths = {k: tuple(v) for k, v in paths.items()}
+        self.text = {k: tuple(v) for k, v in (text or {}).items()}
         self.root = root
         self.case_insensitive = case_insensitive
         self._cache: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+        self._texts: dict[str, tuple[str, ...]] = {}
 
     def __bool__(self) -> bool:
-        return bool(self.shell or self.paths)
+        return bool(self.shell or self.paths or self.text)
+
+    def texts(self, tool: str) -> tuple[str, ...]:
+        """The arguments of ``tool`` declared plain text (matched as written, unchecked)."""
+        found = self._texts.get(tool)
+        if found is None:
+            if len(self._texts) > 4096:
+                self._texts.clear()
+            found = self._texts[tool] = _names(self.text, tool)
+        return found
 
     def declared(self, tool: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """``(shell argument names, path argument names)`` of ``tool`` (cached)."""
@@ -141,10 +154,15 @@ class ArgumentViews:
     def of(self, tool: str, args: Mapping[str, Any]) -> Views | None:
         """The views of ``tool(args)``, or ``None`` when it declares no special argument."""
         shell, paths = self.declared(tool)
-        if not shell and not paths:
+        texts = self.texts(tool) if self.text else ()
+        if not shell and not paths and not texts:
             return None
         base = dict(args)
         notes: list[str] = []
+        for name in texts:
+            value = base.get(name)
+            if isinstance(value, str):
+                base[name] = Vouched(value)
         for name in paths:
             value = base.get(name)
             if isinstance(value, str):
@@ -153,7 +171,7 @@ class ArgumentViews:
                     return _escape(name, value, self.root)
                 if norm != value:
                     notes.append(f"path {name}={norm!r} (normalized from {value!r})")
-                base[name] = norm
+                base[name] = Vouched(norm)
             elif isinstance(value, list):
                 normalized: list[Any] = []
                 for item in value:
@@ -161,7 +179,7 @@ class ArgumentViews:
                         norm = self._path(item)
                         if norm is None:
                             return _escape(name, item, self.root)
-                        item = norm
+                        item = Vouched(norm)
                     normalized.append(item)
                 base[name] = normalized
         splits: list[list[tuple[str, str]]] = []
@@ -173,7 +191,7 @@ class ArgumentViews:
                 parts = split_shell(value)
             except ValueError as exc:
                 return Views(((base, ""),), problem=f"argument {name!r}: {exc}")
-            splits.append([(name, p) for p in parts] if len(parts) > 1 else [(name, parts[0])])
+            splits.append([(name, Vouched(p)) for p in parts])
         note = "; ".join(notes)
         if not splits:
             return Views(((base, note),))

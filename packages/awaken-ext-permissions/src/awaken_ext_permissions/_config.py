@@ -103,6 +103,12 @@ class PermissionsConfig(BaseModel):
     path_arguments: dict[str, list[str]] = Field(default_factory=dict)
     """Tool id (or glob) -> the arguments that hold a path (or a list of paths):
     matched after normalization (``{"write_file": ["path"]}``)."""
+    text_arguments: dict[str, list[str]] = Field(default_factory=dict)
+    """Tool id (or glob) -> the arguments that are plain text (a message, a URL, a
+    query): an allow rule matches them as written. Any other undeclared string an
+    allow rule's pattern matches must be plain (no shell operators such as ``;``,
+    ``&&``, ``|``, ``$(``, ``>``, no line breaks, no ``.``/``..``/empty path
+    segments), or the allow does not hold and the call falls through."""
     path_root: str | None = None
     """Resolve declared paths against this directory (symlinks followed) and match
     them root-relative; a path that leaves it is denied."""
@@ -144,6 +150,7 @@ class PermissionsConfig(BaseModel):
                 self.path_arguments,
                 self.path_root,
                 self.path_case_insensitive,
+                self.text_arguments,
             )
             self._policy = Policy(
                 self.compiled_rules(), self.default, views, Behavior(self.unparsable_shell)

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 from ._matchers import MISSING, ArgsMatcher, single_getter, string_finder
-from ._model import Operator, Rule
+from ._model import Behavior, Operator, Rule
 
 __all__ = ["OrderedRules", "value_key"]
 
@@ -169,7 +169,9 @@ def _guard(entry: _Entry) -> tuple[Any, _Guarded] | None:
     for condition in rule.when:
         found = string_finder(condition)
         if found is not None:
-            rest = entry[2] if len(rule.when) > 1 else None
+            # An allow's body also checks that the value is plain (``_vouch``): keep it.
+            whole = len(rule.when) > 1 or rule.behavior is Behavior.ALLOW
+            rest = entry[2] if whole else None
             return _path(condition.path), (entry[0], found[0], found[1], entry, rest)
     return None
 

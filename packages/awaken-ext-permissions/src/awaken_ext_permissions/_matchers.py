@@ -11,7 +11,10 @@ Values compare strictly: ``true`` never equals ``1``, numbers compare by value
 path, a condition holds for a ``deny`` or ``ask`` rule when *any* element
 satisfies it and for an ``allow`` rule only when *every* element does (and
 there is at least one): restrictive rules match easily, permissive ones
-strictly.
+strictly. In the same spirit an allow rule's string conditions (``~``, ``=~``,
+their negations, ``!=``) hold only for a string :mod:`._vouch` calls plain (no
+shell operators, a normal path), and ``<``/``>`` fail closed on what no cap can
+order (:mod:`._numbers`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ._model import Behavior, Condition, Operator, Rule, Segment, ToolKind
+from ._numbers import numeric_test
+from ._vouch import plain
 
 __all__ = [
     "MISSING",
@@ -158,12 +163,23 @@ def _literal(pattern: str) -> str:
     return max(re.split(r"[*?]", pattern), key=len)
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+_VOUCHED_OPS = frozenset(
+    {Operator.NE, Operator.GLOB, Operator.NOT_GLOB, Operator.REGEX, Operator.NOT_REGEX}
+)
+"""Operators whose match an allow rule cannot vouch for on an unplain string (``_vouch``)."""
 
 
-def _test(op: Operator, expected: Any) -> Callable[[Any], bool]:
+def _test(op: Operator, expected: Any, behavior: Behavior = Behavior.DENY) -> Callable[[Any], bool]:
     """A predicate over one argument value (the value is known to exist)."""
+    if op in (Operator.LT, Operator.GT):
+        return numeric_test(op, expected, restrictive=behavior is not Behavior.ALLOW)
+    test = _plain_test(op, expected)
+    if behavior is Behavior.ALLOW and op in _VOUCHED_OPS:
+        return lambda v: test(v) and plain(v)
+    return test
+
+
+def _plain_test(op: Operator, expected: Any) -> Callable[[Any], bool]:
     if op is Operator.EQ:
         return lambda v: strict_equal(v, expected)
     if op is Operator.NE:
@@ -177,19 +193,16 @@ def _test(op: Operator, expected: Any) -> Callable[[Any], bool]:
         if op in (Operator.GLOB, Operator.REGEX):
             return lambda v: isinstance(v, str) and find(v) is not None
         return lambda v: not (isinstance(v, str) and find(v) is not None)
-    if op is Operator.IN:
-        options = list(expected)
-        hashable = {o for o in options if isinstance(o, str)}
-        if len(hashable) == len(options):
-            return lambda v: isinstance(v, str) and v in hashable
-        return lambda v: any(strict_equal(v, o) for o in options)
-    if op is Operator.LT:
-        return lambda v: _is_number(v) and v < expected
-    return lambda v: _is_number(v) and v > expected
+    options = list(expected)  # Operator.IN
+    hashable = {o for o in options if isinstance(o, str)}
+    if len(hashable) == len(options):
+        return lambda v: isinstance(v, str) and v in hashable
+    return lambda v: any(strict_equal(v, o) for o in options)
 
 
-def _compile_condition(condition: Condition, every: bool) -> ArgsMatcher:
-    test = _test(condition.op, condition.value)
+def _compile_condition(condition: Condition, behavior: Behavior) -> ArgsMatcher:
+    test = _test(condition.op, condition.value, behavior)
+    every = behavior is Behavior.ALLOW
     if not condition.has_wildcard:
         get = single_getter(condition.path)
 
@@ -206,8 +219,7 @@ def _compile_condition(condition: Condition, every: bool) -> ArgsMatcher:
 
 def compile_conditions(rule: Rule) -> ArgsMatcher:
     """One closure testing every condition of ``rule`` (ANDed)."""
-    every = rule.behavior is Behavior.ALLOW
-    tests = [_compile_condition(c, every) for c in rule.when]
+    tests = [_compile_condition(c, rule.behavior) for c in rule.when]
     if not tests:
         return lambda args: True
     if len(tests) == 1:

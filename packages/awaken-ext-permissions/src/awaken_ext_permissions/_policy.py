@@ -11,6 +11,12 @@ Precedence, applied in this order:
    ``ask`` beats ``allow``, then the earlier rule wins.
 4. No match: the configured ``default`` (``ask`` unless set).
 
+An allow rule vouches only for plain strings (:mod:`._vouch`: no shell
+operators, normal paths) unless the argument is declared, and numeric
+conditions fail closed (:mod:`._numbers`). Deny rules also see an undeclared
+path-looking argument in its normalized form (``src/./secrets/key`` is also
+``src/secrets/key``).
+
 Arguments declared as shell commands or paths (:mod:`._arguments`) are
 matched as their views: a deny matching the raw call or any view denies; a
 path outside the root denies; otherwise every view (each simple command of a
@@ -35,6 +41,7 @@ from ._matchers import ArgsMatcher, compile_conditions, compile_tool
 from ._model import Behavior, Condition, Operator, Rule, Segment, ToolKind
 from ._remember import call_key
 from ._tools import ToolPatterns
+from ._vouch import normalized_paths
 
 __all__ = ["Policy", "Verdict", "VerdictSource"]
 
@@ -193,6 +200,10 @@ class Policy:
         denies, others = self.candidates(tool)
         if denies:
             denied = denies.first(args)
+            if denied is None and (alt := normalized_paths(args)) is not None:
+                denied = denies.first(alt[0])
+                if denied is not None:
+                    return Verdict(Behavior.DENY, denied, "rule", alt[1])
             if denied is not None:
                 return Verdict(Behavior.DENY, denied, "rule")
         remembered = self._remembered(tool, args, thread, profile, owner)
@@ -219,6 +230,13 @@ class Policy:
             self._fixed_of.clear()
         self._fixed_of[tool] = fixed
         return fixed
+
+    def _declared(self, tool: str) -> frozenset[str]:
+        arguments = self.arguments
+        if arguments is None:
+            return frozenset()
+        shell, paths = arguments.declared(tool)
+        return frozenset((*shell, *paths, *arguments.texts(tool)))
 
     def _rules_only(self, tool: str) -> Verdict:
         """What the rules alone say of a ``tool`` call matched by no condition."""
@@ -264,7 +282,9 @@ class Policy:
     ) -> Verdict:
         denies, others = self.candidates(tool)
         if denies:
-            for view, detail in ((args, ""), *views.items):
+            alt = normalized_paths(args, self._declared(tool))
+            extra = (alt,) if alt is not None else ()
+            for view, detail in ((args, ""), *extra, *views.items):
                 denied = denies.first(view)
                 if denied is not None:
                     return Verdict(Behavior.DENY, denied, "rule", detail)
