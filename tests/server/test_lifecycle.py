@@ -127,7 +127,7 @@ def _serve(*args: str, keys: str | None = None) -> subprocess.CompletedProcess[s
         ((), None, "no keys: give --keys FILE or set AWAKEN_SERVER_KEYS"),
         ((), "short:alice", "use at least 16 random characters"),
         ((), "a-long-enough-key-123:bad profile!", "has profile 'bad profile!'"),
-        ((), "a-long-enough-key-123:a,a-long-enough-key-123:b", "repeats a key"),
+        ((), "a-long-enough-key-123:a,a-long-enough-key-123:b", "entries 1 and 2 repeat a key"),
         (("--keys", "/nonexistent/keys"), None, "cannot read keys file"),
         (("--setup", "nomodule"), "a-long-enough-key-123:a", "write MODULE:FUNCTION"),
     ],

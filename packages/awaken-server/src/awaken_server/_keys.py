@@ -58,6 +58,7 @@ class KeyRing:
     def parse(cls, text: str, *, source: str) -> KeyRing:
         """Read ``key:profile`` pairs separated by commas or newlines (``#`` comments)."""
         pairs: dict[str, str] = {}
+        where: dict[str, int] = {}
         for n, raw in enumerate(re.split(r"[,\n]", text), 1):
             entry = raw.split("#", 1)[0].strip()
             if not entry:
@@ -76,10 +77,14 @@ class KeyRing:
                     f"{source}: entry {n} has profile {profile!r}; use 1-64 of A-Z a-z 0-9 _ . -"
                 )
             if key in pairs:
+                # Name the entries and profiles, never the key: the message reaches logs.
                 raise KeyConfigError(
-                    f"{source}: entry {n} repeats a key; each key maps to one profile"
+                    f"{source}: entries {where[key]} and {n} repeat a key (key id "
+                    f"{_digest(key).hex()[:12]}, profiles {pairs[key]!r} and {profile!r}); "
+                    f"each key maps to one profile: remove one entry or give it a new key"
                 )
             pairs[key] = profile
+            where[key] = n
         if not pairs:
             raise KeyConfigError(f"{source}: no keys; give KEY:PROFILE pairs or run with --no-auth")
         return cls(pairs)
