@@ -76,8 +76,8 @@ def test_the_working_path_loads_no_optional_part() -> None:
         "awaken_runtime.agents._imports",
         "awaken_runtime.cli",
         "awaken_runtime.models.litellm",
-        "awaken_runtime.stores._sqlite",
-        "awaken_runtime.stores._file",
+        "awaken_runtime.stores.sqlite",
+        "awaken_runtime.stores.file",
         "awaken_runtime.testing",
         # Subsystems a run loads once it uses them: events for a listener, gate and
         # guard decisions for gates, decisions and the resume machinery for a resume,

@@ -136,13 +136,14 @@ _CRASH = """
 import asyncio, os, sys, threading
 from awaken_runtime import Command, Message
 from awaken_runtime.stores import FileStore, SQLiteStore
-from awaken_runtime.stores import _file_mirror, _sqlite_ops
+from awaken_runtime.stores.file import _mirror as _file_mirror
+from awaken_runtime.stores.sqlite import _commit as _sqlite_commit
 from awaken_runtime.stores._worker import Job
 from awaken_store_conformance import batch, binding
 
 kind, path = sys.argv[1], sys.argv[2]
 store = SQLiteStore(path) if kind == "sqlite" else FileStore(path)
-real_insert, real_append = _sqlite_ops.insert_commit, _file_mirror.append_line
+real_insert, real_append = _sqlite_commit.insert_commit, _file_mirror.append_line
 
 def insert(cur, b, *args):
     real_insert(cur, b, *args)
@@ -156,8 +157,8 @@ def append(path, line, **kw):
         os._exit(9)
     return real_append(path, line, **kw)
 
-_sqlite_ops.insert_commit = insert
-import awaken_runtime.stores._sqlite as s
+_sqlite_commit.insert_commit = insert
+import awaken_runtime.stores.sqlite._store as s
 s.insert_commit = insert
 _file_mirror.append_line = append
 

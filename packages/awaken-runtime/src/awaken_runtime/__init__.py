@@ -176,13 +176,13 @@ if TYPE_CHECKING:
         replay,
     )
     from .state._state_key import FoldStateKey, StateKey
-    from .stores._memory import InMemoryStore
     from .stores._thread_store import (
         RunRecord,
         ScopeBinding,
         ThreadSnapshot,
         ThreadStore,
     )
+    from .stores.memory import InMemoryStore
     from .suspension._decisions import Approve, Decision, Deny, Remember, Replay, Respond
     from .suspension._suspension import (
         ANSWER_TO_TOOL,

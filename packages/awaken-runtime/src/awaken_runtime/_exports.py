@@ -225,7 +225,7 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
         "FoldStateKey",
         "StateKey",
     ),
-    "stores._memory": ("InMemoryStore",),
+    "stores.memory": ("InMemoryStore",),
     "stores._thread_store": (
         "RunRecord",
         "ScopeBinding",

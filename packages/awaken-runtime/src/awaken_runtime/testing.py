@@ -28,7 +28,7 @@ from .models._scripted import ScriptedExecutor, TurnSource
 from .plugins._plugin import Plugin
 from .runtime._builder import AgentRuntimeBuilder
 from .runtime._runtime import Runtime
-from .stores._memory import InMemoryStore
+from .stores.memory import InMemoryStore
 from .tools._function_tool import tool as make_tool
 from .tools._tool import Tool
 

@@ -15,8 +15,8 @@ from ..delegation._service import ChildRunner, NativeDelegationService, RunDeleg
 from ..messages._message import Message, new_id
 from ..run._loop import AgentLoop
 from ..stores._lease import LeaseGuard, guard_lease
-from ..stores._memory import InMemoryStore
 from ..stores._thread_store import ScopeBinding, ThreadStore
+from ..stores.memory import InMemoryStore
 from ..suspension._suspension import ResumeRejected, ResumeTicket, ThreadBusy
 from ..tools._cancel import CancellationToken
 from ._catalogs import Catalogs

@@ -40,7 +40,6 @@ from ._errors import (
     UnmatchedToolResult,
 )
 from ._lease import DEFAULT_LEASE_TTL, hold_lease, new_holder
-from ._memory import InMemoryStore
 from ._ports import (
     CheckpointReader,
     ConfigRegistry,
@@ -61,6 +60,7 @@ from ._thread_store import (
     ThreadSnapshot,
     ThreadStore,
 )
+from .memory import InMemoryStore
 
 # The file and SQLite backends load on first use (PEP 562): `import awaken_runtime`
 # imports this package for the in-memory store and must not pay for sqlite3 & co;
@@ -71,11 +71,11 @@ _LAZY = {
     "PruneReport": "._records",
     "StreamEvent": "._records",
     "ThreadInfo": "._records",
-    "FileStore": "._file",
+    "FileStore": ".file",
     "KeptThread": "._kept",
     "KeptThreads": "._kept",
-    "SQLiteStore": "._sqlite",
-    "SCHEMA_VERSION": "._sqlite_schema",
+    "SQLiteStore": ".sqlite",
+    "SCHEMA_VERSION": ".sqlite",
     "decode_message_rows": "._rows",
     "decode_stored_row": "._rows",
     "lazy_message_rows": "._rows",
@@ -90,13 +90,12 @@ __getattr__, __dir__ = lazy_names(__name__, _LAZY)
 
 
 if TYPE_CHECKING:
-    from ._file import FileStore
     from ._kept import KeptThread, KeptThreads
     from ._records import ConfigVersion, Page, PruneReport, StreamEvent, ThreadInfo
     from ._rows import decode_message_rows, decode_stored_row, lazy_message_rows
-    from ._sqlite import SQLiteStore
-    from ._sqlite_schema import SCHEMA_VERSION
     from ._url import STORE_ENV, STORE_GROUP, default_store_url, open_store
+    from .file import FileStore
+    from .sqlite import SCHEMA_VERSION, SQLiteStore
 
 __all__ = [
     "DEFAULT_LEASE_TTL",

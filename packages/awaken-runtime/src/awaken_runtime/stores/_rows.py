@@ -10,7 +10,9 @@ third-party backend's loader and ``StoredMessages`` decoder.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import gc
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from functools import partial
 from typing import Any, TypeVar
 
@@ -19,7 +21,6 @@ from pydantic import BaseModel, TypeAdapter
 from ..messages._message import Message
 from ..messages._stored import StoredMessages
 from ._errors import StoreCorrupt
-from ._gc import no_gc
 
 __all__ = [
     "MESSAGES",
@@ -28,6 +29,7 @@ __all__ = [
     "decode_rows",
     "decode_stored_row",
     "lazy_message_rows",
+    "no_gc",
 ]
 
 MESSAGES = TypeAdapter(list[Message])
@@ -132,3 +134,22 @@ def decode_stored_row(where: str, what: str, model: type[M], body: str | bytes) 
     says which row to repair. Message rows go through :func:`decode_message_rows`.
     """
     return decode_one(where, what, model, body)
+
+
+@contextmanager
+def no_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector while decoding many rows.
+
+    Decoding allocates many small objects and no cycles, so every collection
+    it triggers (some of them full ones, over every object of the process)
+    finds nothing to free: on a busy process that was half of a load's CPU.
+    Collection resumes, with the same thresholds, when the block ends.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()

@@ -44,19 +44,19 @@ def open_store(url: str) -> Any:
         return _plugin_store(url, scheme)
     options = _options(url, parts.query)
     if scheme == "memory":
-        from ._memory import InMemoryStore
+        from .memory import InMemoryStore
 
         return InMemoryStore(**options)
     path = unquote(parts.netloc + parts.path)
     if scheme == "sqlite":
-        from ._sqlite import SQLiteStore
+        from .sqlite import SQLiteStore
 
         target = path[1:] if path.startswith("/") else path
         if not target:
             raise AwakenError(f"store URL {url!r} has no path; use sqlite:///path/awaken.db")
         return SQLiteStore(target, **options)
     if scheme == "file":
-        from ._file import FileStore
+        from .file import FileStore
 
         if not path:
             raise AwakenError(f"store URL {url!r} has no directory; use file:///path/to/dir")

@@ -17,7 +17,7 @@ import pytest
 
 from awaken_runtime import Message, ToolCall
 from awaken_runtime.stores import SQLiteStore, StoreCorrupt
-from awaken_runtime.stores._sqlite_schema import connect
+from awaken_runtime.stores.sqlite._schema import connect
 from awaken_store_conformance import binding
 
 B = binding("t1")

@@ -14,20 +14,21 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from .._errors import VersionConflict
-from ..lifecycle._failures import Phase
-from ..messages._message import Message
-from ..messages._stored import StoredMessages
-from ..state._engine import Command, CommittedBatch, Scope, StoreKey, apply_command
-from ..suspension._suspension import ParkedRun, ThreadBusy
-from ._errors import DuplicateMessageId, LeaseLost, RunRecordError, UnmatchedToolResult
-from ._ports import Lease
-from ._thread_store import RunRecord, ScopeBinding, ThreadSnapshot, persistent_batch
+from ..._errors import VersionConflict
+from ...lifecycle._failures import Phase
+from ...messages._message import Message
+from ...messages._stored import StoredMessages
+from ...state._engine import Command, CommittedBatch, Scope, StoreKey, apply_command
+from ...suspension._suspension import ParkedRun, ThreadBusy
+from .._errors import LeaseLost
+from .._ports import Lease
+from .._rules import check_event_seqs, check_messages, merge_run, persistent
+from .._thread_store import RunRecord, ScopeBinding, ThreadSnapshot
 
 if TYPE_CHECKING:
-    from ._records import ConfigVersion, PruneReport, StreamEvent, ThreadInfo
+    from .._records import ConfigVersion, PruneReport, StreamEvent, ThreadInfo
 
-__all__ = ["Core", "ThreadData", "check_event_seqs", "check_messages", "merge_run"]
+__all__ = ["Core", "Prepared", "ThreadData"]
 
 
 class ThreadData:
@@ -103,75 +104,6 @@ class ThreadData:
             if tool_calls:
                 for call in tool_calls:
                     call_ids.add(call["id"])
-
-
-def check_messages(
-    thread_id: str,
-    messages: Sequence[Message],
-    has_id: Any,
-    has_call: Any,
-) -> None:
-    """Raise if a message id repeats or a tool message answers an unknown call.
-
-    ``has_id(id)`` and ``has_call(call_id)`` answer for the stored thread.
-    """
-    ids: set[str] = set()  # of this commit's earlier messages
-    calls: set[str] = set()
-    for message in messages:
-        mid = message.id
-        if mid in ids or has_id(mid):
-            raise DuplicateMessageId(thread_id, mid)
-        ids.add(mid)
-        if message.role == "tool":
-            cid = message.tool_call_id
-            if cid is None or (cid not in calls and not has_call(cid)):
-                raise UnmatchedToolResult(thread_id, cid)
-        tool_calls = message.tool_calls
-        if tool_calls:
-            for call in tool_calls:
-                calls.add(call.id)
-
-
-def check_event_seqs(run_id: str, last: int, events: Sequence[StreamEvent]) -> None:
-    """Raise ``ValueError`` unless the seqs of ``events`` strictly increase past ``last``."""
-    for event in events:
-        if event.seq <= last:
-            raise ValueError(
-                f"run {run_id!r}: event seq {event.seq} is not after seq {last}; "
-                f"stream event seqs must strictly increase"
-            )
-        last = event.seq
-
-
-def merge_run(thread_id: str, old: RunRecord | None, new: RunRecord) -> RunRecord:
-    """The record to store for ``new`` given the stored ``old`` one.
-
-    A record belongs to its thread; an ended run is final; ``started_at`` is kept.
-    """
-    if new.thread_id != thread_id:
-        raise RunRecordError(
-            f"run record {new.run_id!r} names thread {new.thread_id!r} but is committed to "
-            f"thread {thread_id!r}; commit a run's record to its own thread"
-        )
-    if old is None:
-        return new
-    if old.thread_id != thread_id:
-        raise RunRecordError(
-            f"run {new.run_id!r} belongs to thread {old.thread_id!r}, not {thread_id!r}"
-        )
-    if old.phase is Phase.ENDED:
-        raise RunRecordError(
-            f"run {new.run_id!r} already ended ({old.end_cause.kind if old.end_cause else '?'})"
-            f"; a run record is final once ENDED - start a new run instead"
-        )
-    if new.started_at == old.started_at:
-        return new
-    return new.model_copy(update={"started_at": old.started_at})
-
-
-def persistent(batches: Iterable[CommittedBatch]) -> list[CommittedBatch]:
-    """The batches without run-scope entries (empty batches dropped)."""
-    return [kept for b in batches if (kept := persistent_batch(b)) is not None]
 
 
 class Prepared:
@@ -286,7 +218,7 @@ class Core:
 
     def info(self, thread_id: str) -> ThreadInfo:
         """The listing entry of a stored thread."""
-        from ._records import ThreadInfo  # listings, configs and pruning load their records
+        from .._records import ThreadInfo  # listings, configs and pruning load their records
 
         t = self.threads[thread_id]
         return ThreadInfo(
@@ -318,7 +250,7 @@ class Core:
 
     def next_config(self, agent_id: str, config: dict[str, Any], note: str) -> ConfigVersion:
         """The version a publish of ``config`` would create."""
-        from ._records import ConfigVersion
+        from .._records import ConfigVersion
 
         versions = self.configs.get(agent_id)
         number = versions[-1].version + 1 if versions else 1
@@ -361,7 +293,7 @@ class Core:
 
     def prune(self, cut: datetime) -> tuple[PruneReport, set[str]]:
         """Remove superseded data older than ``cut``; also returns the touched thread ids."""
-        from ._records import PruneReport
+        from .._records import PruneReport
 
         report = PruneReport()
         touched: set[str] = set()

@@ -6,7 +6,7 @@ this process has read, and the :class:`Core` rebuilt from them. Under
 the global log, cutting off a global line whose thread line never landed;
 :meth:`FileMirror.sync_thread` then reads one thread's new lines. Appends
 made through :meth:`FileMirror.append` advance the tails, so this process
-never re-reads its own writes. The store (:class:`~._file.FileStore`) calls
+never re-reads its own writes. The store (:class:`~._store.FileStore`) calls
 these under the lock and decides what to write.
 """
 
@@ -25,21 +25,20 @@ from urllib.parse import quote, unquote
 
 from pydantic import ValidationError
 
-from .._errors import InvalidId, check_id
-from ..messages._message import Message
-from ..messages._stored import StoredMessages
-from ..state._engine import Command, CommittedBatch, Scope
-from ..suspension._suspension import ParkedRun
-from ._core import Core, Prepared, ThreadData
-from ._errors import StoreCorrupt, StoreIOError
-from ._file_lines import frame, parse_line
-from ._gc import no_gc
+from ..._errors import InvalidId, check_id
+from ...messages._message import Message
+from ...messages._stored import StoredMessages
+from ...state._engine import Command, CommittedBatch, Scope
+from ...suspension._suspension import ParkedRun
+from .._errors import StoreCorrupt, StoreIOError
+from .._records import ConfigVersion, StreamEvent
+from .._rows import MESSAGES, decode_rows, no_gc
+from .._thread_store import RunRecord, ScopeBinding
+from ..memory._core import Core, Prepared, ThreadData
 from ._jsonl import append_line, atomic_write, exclusive, fsync_dir, read_lines, truncate_to
-from ._records import ConfigVersion
-from ._rows import MESSAGES, decode_rows
-from ._thread_store import RunRecord, ScopeBinding
+from ._lines import frame, parse_line
 
-__all__ = ["FileMirror", "Tail"]
+__all__ = ["FileMirror", "Tail", "read_event_log"]
 
 
 def _decode(path: str, what: str, rows: list[Any], first: int) -> list[Message]:
@@ -80,6 +79,15 @@ def _file_name(kind: str, item_id: str) -> str:
             "take 3 to 12 bytes each), or the SQLite store",
         )
     return name
+
+
+def read_event_log(path: Path) -> list[StreamEvent]:
+    """Every event in a run's log ([] if none): one JSONL file, read whole (short, pruned)."""
+    records, _end, _lines = read_lines(path, 0, 0)
+    try:
+        return [StreamEvent.model_validate(r) for _o, r in records]
+    except ValidationError as exc:
+        raise StoreCorrupt(str(path), f"an entry is not a stream event ({exc})") from None
 
 
 @dataclass(slots=True)
@@ -218,7 +226,7 @@ class FileMirror:
         """Apply one commit line. Its messages are decoded, or (``rows`` given: the thread is
         read from its start) their JSON objects are indexed and added to ``rows`` undecoded."""
         try:
-            texts = rec.get("mj")  # a framed line's message texts (see _file_lines.py)
+            texts = rec.get("mj")  # a framed line's message texts (see _lines.py)
             raw = rec["m"] if texts is None else texts
             if rows is not None:
                 if not isinstance(raw, list):
@@ -314,7 +322,7 @@ class FileMirror:
     def append(self, path: Path, line: str | bytes, *, sync: bool = True) -> int:
         """Append a line this process wrote and advance its tail; returns the old size.
 
-        ``sync=False``: the caller fsyncs the file later (see ``_file_io.py``).
+        ``sync=False``: the caller fsyncs the file later (see ``_io.py``).
         """
         tail = self._tails.get(path)
         old = tail.pos if tail is not None else 0

@@ -10,51 +10,18 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from ..messages._message import Message
-from ..state._engine import Command, CommittedBatch, Scope, StoreKey
-from ..suspension._suspension import ParkedRun
+from ...messages._message import Message
+from ...state._engine import Command, CommittedBatch, Scope, StoreKey
+from ...suspension._suspension import ParkedRun
+from .._ports import Lease, cutoff
+from .._rules import config_dict, find_config, page
+from .._thread_store import RunRecord, ScopeBinding, ThreadSnapshot
 from ._core import Core
-from ._errors import ConfigNotFound
-from ._ports import Lease, cutoff
-from ._thread_store import RunRecord, ScopeBinding, ThreadSnapshot
 
 if TYPE_CHECKING:
-    from ._records import ConfigVersion, Page, PruneReport, StreamEvent, ThreadInfo
+    from .._records import ConfigVersion, Page, PruneReport, StreamEvent, ThreadInfo
 
-__all__ = ["InMemoryStore", "config_dict", "page"]
-
-
-def page(items: Sequence[Any], after: int, limit: int) -> Page[Any]:
-    """The page of ``items`` (1-based seqs) after ``after``."""
-    from ._records import Page  # a run never pages: the records load with the first read
-
-    after = max(after, 0)
-    chunk = list(items[after : after + max(limit, 0)])
-    return Page(chunk, after + len(chunk), after + len(chunk) < len(items))
-
-
-def config_dict(config: Mapping[str, Any] | BaseModel) -> tuple[str, dict[str, Any]]:
-    """``(agent_id, JSON data)`` of a config to publish."""
-    data = config.model_dump(mode="json") if isinstance(config, BaseModel) else dict(config)
-    agent_id = data.get("id")
-    if not isinstance(agent_id, str) or not agent_id:
-        raise ValueError("a published config needs a non-empty string 'id' (the agent id)")
-    return agent_id, data
-
-
-def find_config(
-    versions: list[ConfigVersion] | None, agent_id: str, version: int | None
-) -> ConfigVersion:
-    """The wanted version out of ``versions`` or ``ConfigNotFound``."""
-    if not versions:
-        raise ConfigNotFound(f"no config published for agent {agent_id!r}; publish one first")
-    if version is None:
-        return versions[-1]
-    for item in versions:
-        if item.version == version:
-            return item
-    known = ", ".join(str(v.version) for v in versions)
-    raise ConfigNotFound(f"agent {agent_id!r} has no config version {version} (kept: {known})")
+__all__ = ["InMemoryStore"]
 
 
 class InMemoryStore:

@@ -4,7 +4,7 @@ The thread line is the commit point. A commit with profile or shared state
 writes completes the fsync round in progress, then appends and fsyncs its
 global line and its thread line itself. Any other commit appends its thread
 line (and, for a run's first commit, the run's index line) and leaves the
-fsync to the round (see ``_file_io.py``).
+fsync to the round (see ``_io.py``).
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..messages._message import Message
-from ..state._engine import CommittedBatch, Scope
-from ..suspension._suspension import ParkedRun
-from ._file_io import FsyncRound
-from ._file_lines import frame
-from ._file_mirror import FileMirror
-from ._thread_store import RunRecord, ScopeBinding
+from ...messages._message import Message
+from ...state._engine import CommittedBatch, Scope
+from ...suspension._suspension import ParkedRun
+from .._thread_store import RunRecord, ScopeBinding
+from ._io import FsyncRound
+from ._lines import frame
+from ._mirror import FileMirror
 
 __all__ = ["commit_lines"]
 

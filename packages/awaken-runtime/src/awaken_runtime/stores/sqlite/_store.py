@@ -1,12 +1,12 @@
 """``SQLiteStore``: the embedded default backend (stdlib ``sqlite3``, WAL).
 
 Every operation is one short transaction on one connection, run by the
-store's own thread (``_sqlite_io.py``) so the event loop never waits on the
+store's own thread (``_io.py``) so the event loop never waits on the
 database; thread commits of concurrent runs that queue up together share one
 transaction. Several processes may share a database: writers serialize on
 ``BEGIN IMMEDIATE`` and commits use the thread's version for optimistic
 concurrency. Loads decode only the rows a process has not decoded before
-(``_sqlite_load.py``).
+(``_load.py``).
 """
 
 from __future__ import annotations
@@ -21,22 +21,24 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .._errors import VersionConflict
-from ..messages._message import Message
-from ..state._engine import Command, CommittedBatch, Scope, StoreKey
-from ..suspension._suspension import ParkedRun
-from . import _sqlite_extras as extras
-from ._core import merge_run, persistent
-from ._errors import LeaseLost, StoreIOError
-from ._memory import config_dict, find_config
-from ._ports import Lease, cutoff
-from ._records import ConfigVersion, Page, PruneReport, StreamEvent, ThreadInfo
-from ._rows import decode_message_rows, decode_one
-from ._sqlite_io import SQLiteIO
-from ._sqlite_load import MessageCache, load_thread
-from ._sqlite_ops import apply_command_sql, delete_thread_sql, insert_commit, load_scope
-from ._sqlite_schema import connect
-from ._thread_store import RunRecord, ScopeBinding, ThreadSnapshot
+from ..._errors import VersionConflict
+from ...messages._message import Message
+from ...state._engine import Command, CommittedBatch, Scope, StoreKey
+from ...suspension._suspension import ParkedRun
+from .._errors import LeaseLost, StoreIOError
+from .._ports import Lease, cutoff
+from .._records import ConfigVersion, Page, PruneReport, StreamEvent, ThreadInfo
+from .._rows import decode_message_rows, decode_one
+from .._rules import config_dict, find_config, merge_run, persistent
+from .._thread_store import RunRecord, ScopeBinding, ThreadSnapshot
+from . import _leases as leases
+from . import _logs as logs
+from . import _retention as retention
+from ._commit import delete_thread_sql, insert_commit
+from ._io import SQLiteIO
+from ._load import MessageCache, load_thread
+from ._schema import connect
+from ._state import apply_command_sql, load_scope
 
 __all__ = ["SQLiteStore"]
 
@@ -207,7 +209,7 @@ class SQLiteStore:
         """Append to the run's event log (seqs must increase)."""
         await self._io.write(
             f"append events of run {run_id!r} to",
-            lambda cur: extras.append_events(cur, run_id, events),
+            lambda cur: logs.append_events(cur, run_id, events),
         )
 
     async def read_events(
@@ -216,7 +218,7 @@ class SQLiteStore:
         """Events with seq > ``after``."""
         return await self._io.read(
             f"read events of run {run_id!r} from",
-            lambda cur: extras.read_events(cur, run_id, after, limit),
+            lambda cur: logs.read_events(cur, run_id, after, limit),
         )
 
     async def read_scope(self, scope: Scope, owner: str) -> dict[str, Any]:
@@ -244,14 +246,14 @@ class SQLiteStore:
         agent_id, data = config_dict(config)
         return await self._io.write(
             f"publish config of agent {agent_id!r} to",
-            lambda cur: extras.insert_config(cur, agent_id, data, note),
+            lambda cur: logs.insert_config(cur, agent_id, data, note),
         )
 
     async def config_history(self, agent_id: str) -> list[ConfigVersion]:
         """Kept versions, oldest first."""
         return await self._io.read(
             f"read configs of agent {agent_id!r} from",
-            lambda cur: extras.config_history(cur, agent_id),
+            lambda cur: logs.config_history(cur, agent_id),
         )
 
     async def get_config(self, agent_id: str, version: int | None = None) -> ConfigVersion:
@@ -269,7 +271,7 @@ class SQLiteStore:
         """Take the thread (stealing an expired lease) or raise ``ThreadBusy``."""
         return await self._io.write(
             f"lease thread {thread_id!r} in",
-            lambda cur: extras.acquire_lease(cur, thread_id, holder, ttl),
+            lambda cur: leases.acquire_lease(cur, thread_id, holder, ttl),
         )
 
     async def renew_lease(self, lease: Lease, ttl: float) -> Lease:
@@ -277,7 +279,7 @@ class SQLiteStore:
         renewed = lease.model_copy(update={"expires_at": time.time() + ttl})
         changed = await self._io.write(
             f"renew the lease on thread {lease.thread_id!r} in",
-            lambda cur: extras.renew_lease(cur, renewed),
+            lambda cur: leases.renew_lease(cur, renewed),
         )
         if not changed:
             raise LeaseLost(
@@ -290,13 +292,13 @@ class SQLiteStore:
         """Give the thread up (no-op if it was taken)."""
         await self._io.write(
             f"release the lease on thread {lease.thread_id!r} in",
-            lambda cur: extras.release_lease(cur, lease),
+            lambda cur: leases.release_lease(cur, lease),
         )
 
     async def prune(self, older_than: datetime | timedelta) -> PruneReport:
         """Remove event logs of ended runs, superseded run records and config versions."""
         cut = cutoff(older_than)
-        return await self._io.write("prune", lambda cur: extras.prune(cur, cut))
+        return await self._io.write("prune", lambda cur: retention.prune(cur, cut))
 
     def _run(self, cur: sqlite3.Cursor, run_id: str) -> RunRecord | None:
         row = cur.execute("SELECT body FROM runs WHERE run_id=?", (run_id,)).fetchone()

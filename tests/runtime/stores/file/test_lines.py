@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from awaken_runtime import ContentPart, Message, ToolCall
 from awaken_runtime.stores import FileStore, StoreCorrupt
-from awaken_runtime.stores._file_lines import frame, parse_line
+from awaken_runtime.stores.file._lines import frame, parse_line
 from awaken_store_conformance import binding
 
 B = binding("t1")

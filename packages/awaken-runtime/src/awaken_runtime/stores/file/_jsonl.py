@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ._errors import StoreCorrupt, StoreIOError
+from .._errors import StoreCorrupt, StoreIOError
 
 __all__ = [
     "append_line",

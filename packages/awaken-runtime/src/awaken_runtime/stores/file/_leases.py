@@ -22,11 +22,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ._core import Core
-from ._errors import StoreCorrupt
-from ._file_mirror import FileMirror
+from .._errors import StoreCorrupt
+from .._ports import Lease
+from ..memory._core import Core
 from ._jsonl import atomic_write, read_lines
-from ._ports import Lease
+from ._mirror import FileMirror
 
 __all__ = ["LeaseLog"]
 

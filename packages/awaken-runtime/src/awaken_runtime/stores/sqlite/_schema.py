@@ -6,7 +6,7 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ._errors import StoreCorrupt, StoreError, StoreIOError, StoreSchemaError
+from .._errors import StoreCorrupt, StoreError, StoreIOError, StoreSchemaError
 
 __all__ = ["SCHEMA_VERSION", "connect", "translate"]
 
@@ -59,7 +59,7 @@ _BUMP = (
 # Message rows are only ever appended by the store. Anything else done to them (a hand
 # edit, a delete, a REPLACE over an existing seq) bumps the thread's edit count, so a
 # process holding decoded messages knows when it must decode the thread again
-# (``_sqlite_load.py``). Counts are never deleted: a re-created thread counts on.
+# (``_load.py``). Counts are never deleted: a re-created thread counts on.
 _V3 = f"""
 CREATE TABLE message_edits (thread_id TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TRIGGER messages_updated AFTER UPDATE ON messages BEGIN
@@ -71,7 +71,7 @@ CREATE TRIGGER messages_replaced AFTER INSERT ON messages
   BEGIN {_BUMP.format("new")}; END;
 """
 
-# A chunk is a copy of a range of message rows (``_sqlite_chunks.py``). Anything done to a
+# A chunk is a copy of a range of message rows (``_chunks.py``). Anything done to a
 # row in or before a chunk's range, other than the store's appends, drops that chunk and
 # every later one of the thread, so the chunks left always match the rows as they stand.
 _DROP_CHUNKS = "DELETE FROM message_chunks WHERE thread_id = {0}.thread_id AND last_seq >= {0}.seq"

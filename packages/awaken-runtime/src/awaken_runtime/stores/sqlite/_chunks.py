@@ -13,7 +13,7 @@ copy kept in the same transaction, so it costs each long thread's message
 bodies once more on disk. It is never trusted past what the database can
 vouch for:
 
-* triggers (schema version 4 on, ``_sqlite_schema.py``) delete a thread's chunk and
+* triggers (schema version 4 on, ``_schema.py``) delete a thread's chunk and
   every later one when a row in its range is updated, deleted or inserted over,
   so the chunks always cover a prefix of the thread exactly as its rows stand;
   the next commit past ``CHUNK`` new rows chunks the rest again;
@@ -24,7 +24,7 @@ vouch for:
   newline in it, or bytes) is chunked with no body, and loads read its rows.
 
 A damaged body is still ``StoreCorrupt`` naming its row when first decoded. The
-chunk rows are the store's own, as the edit counts of ``_sqlite_load.py`` are: a
+chunk rows are the store's own, as the edit counts of ``_load.py`` are: a
 hand edit to ``message_chunks`` itself is only caught as far as the checks above
 reach.
 """

@@ -15,7 +15,7 @@ from awaken_runtime.stores import (
     StoreIOError,
     StoreSchemaError,
 )
-from awaken_runtime.stores._sqlite_schema import connect
+from awaken_runtime.stores.sqlite._schema import connect
 from awaken_store_conformance import batch, binding
 
 C = MergePolicy.COMMUTATIVE

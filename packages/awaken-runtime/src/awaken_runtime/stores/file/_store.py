@@ -4,7 +4,7 @@ Layout of the store directory::
 
     LOCK                  flock'ed by every operation (processes may share the store)
     threads/<id>.jsonl    one line per commit of the thread (compaction: one snapshot line),
-                          its messages framed last (``_file_lines.py``)
+                          its messages framed last (``_lines.py``)
     global.jsonl          profile/shared state changes, the run index, config versions
     events/<run>.jsonl    per-run stream event logs
     leases.jsonl          lease changes, appended (compacted now and then)
@@ -13,10 +13,10 @@ A commit appends its global line (if it has profile/shared writes or a new
 run) first and its thread line second; the thread line is the commit point.
 A global line whose thread line never landed (a crash in between) is cut off
 by the next lock holder; a torn last line is cut off and logged. Each process
-keeps an in-memory mirror (:class:`~._file_mirror.FileMirror`) and reads only
+keeps an in-memory mirror (:class:`~._mirror.FileMirror`) and reads only
 what other processes appended since, so commits and loads cost O(new data);
 a thread read from its start keeps its messages undecoded until a run reads them.
-Operations run on the store's own thread (``_file_io.py``), never on the
+Operations run on the store's own thread (``_io.py``), never on the
 event loop; per-step commits of concurrent runs share one round of fsyncs.
 """
 
@@ -31,19 +31,19 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..messages._message import Message
-from ..state._engine import Command, CommittedBatch, Scope
-from ..suspension._suspension import ParkedRun
-from ._core import Core
-from ._file_commit import commit_lines
-from ._file_extras import prune_files, read_event_log
-from ._file_io import FileIO
-from ._file_leases import LeaseLog
-from ._file_mirror import FileMirror
-from ._memory import config_dict, find_config, page
-from ._ports import Lease, cutoff
-from ._records import ConfigVersion, Page, PruneReport, StreamEvent, ThreadInfo
-from ._thread_store import RunRecord, ScopeBinding, ThreadSnapshot
+from ...messages._message import Message
+from ...state._engine import Command, CommittedBatch, Scope
+from ...suspension._suspension import ParkedRun
+from .._ports import Lease, cutoff
+from .._records import ConfigVersion, Page, PruneReport, StreamEvent, ThreadInfo
+from .._rules import config_dict, find_config, page
+from .._thread_store import RunRecord, ScopeBinding, ThreadSnapshot
+from ..memory._core import Core
+from ._commit import commit_lines
+from ._io import FileIO
+from ._leases import LeaseLog
+from ._mirror import FileMirror, read_event_log
+from ._retention import prune_files
 
 __all__ = ["FileStore"]
 

@@ -22,7 +22,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ..messages._message import Message
+from ...messages._message import Message
 
 __all__ = ["frame", "parse_line"]
 

@@ -1,7 +1,7 @@
 """The SQLite store's connection thread: transactions off the event loop, group commits.
 
-Every operation of an :class:`~._sqlite.SQLiteStore` is a function of a
-cursor, run by the store's :class:`~._worker.StoreWorker` thread. The
+Every operation of an :class:`~._store.SQLiteStore` is a function of a
+cursor, run by the store's :class:`~.._worker.StoreWorker` thread. The
 operations that queued up together (concurrent runs: their leases, loads and
 commits) share one transaction, in order, each write inside a savepoint: a
 commit that fails (a version conflict, a duplicate message id, a busy
@@ -25,8 +25,8 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from ._sqlite_schema import guarded
-from ._worker import Job, StoreWorker
+from .._worker import Job, StoreWorker
+from ._schema import guarded
 
 __all__ = ["SQLiteIO"]
 

@@ -1,7 +1,7 @@
 """The file store's I/O thread: operations off the event loop, commits fsynced in rounds.
 
-Every operation of a :class:`~._file.FileStore` runs on the store's
-:class:`~._worker.StoreWorker` thread. The operations that queued up
+Every operation of a :class:`~._store.FileStore` runs on the store's
+:class:`~.._worker.StoreWorker` thread. The operations that queued up
 together run under one hold of the lock. Consecutive thread commits that
 write only their thread's file (the per-step checkpoint) append their lines
 first and are fsynced together afterwards (:class:`FsyncRound`): one fsync
@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from ._errors import StoreError
-from ._file_mirror import FileMirror
+from .._errors import StoreError
+from .._worker import Job, StoreWorker
 from ._jsonl import fsync_file
-from ._worker import Job, StoreWorker
+from ._mirror import FileMirror
 
 __all__ = ["FileIO", "FsyncRound"]
 
@@ -63,7 +63,7 @@ class FsyncRound:
 
 
 class FileIO:
-    """The worker thread of one :class:`~._file_mirror.FileMirror`."""
+    """The worker thread of one :class:`~._mirror.FileMirror`."""
 
     def __init__(self, files: FileMirror) -> None:
         self.files = files

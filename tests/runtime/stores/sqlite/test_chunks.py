@@ -22,15 +22,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from awaken_runtime import Command, CommittedBatch, Message, ToolCall, VersionConflict
-from awaken_runtime.stores import (
-    SQLiteStore,
-    StoreCorrupt,
-    StoreError,
-    _sqlite_chunks,
-    _sqlite_ops,
-    _sqlite_schema,
-)
-from awaken_runtime.stores._sqlite_schema import SCHEMA_VERSION, connect
+from awaken_runtime.stores import SQLiteStore, StoreCorrupt, StoreError
+from awaken_runtime.stores.sqlite import _chunks as _sqlite_chunks
+from awaken_runtime.stores.sqlite import _commit as _sqlite_commit
+from awaken_runtime.stores.sqlite import _schema as _sqlite_schema
+from awaken_runtime.stores.sqlite._schema import SCHEMA_VERSION, connect
 from awaken_store_conformance import binding
 
 B = binding("t1")
@@ -195,7 +191,7 @@ async def test_a_commit_that_fails_after_chunking_leaves_no_chunk(
     def crash(*_: Any) -> None:
         raise OSError("disk gone mid-commit")
 
-    monkeypatch.setattr(_sqlite_ops, "apply_command_sql", crash)
+    monkeypatch.setattr(_sqlite_commit, "apply_command_sql", crash)
     batch = CommittedBatch(revision=1, phase="StepEnd", entries=[("p", Command.set("k", 1))])
     with pytest.raises(Exception, match="disk gone"):
         await store.commit(B, 1, history[2:4], [batch])
@@ -269,7 +265,7 @@ def _version_4(path: Path, messages: list[Message], step: int | None = None) -> 
         cur = conn.cursor()
         cur.execute("BEGIN IMMEDIATE")
         for n in range(0, len(messages), step):
-            _sqlite_ops.insert_commit(cur, B, (n, 0), messages[n : n + step], [], None)
+            _sqlite_commit.insert_commit(cur, B, (n, 0), messages[n : n + step], [], None)
         version = -(-len(messages) // step)
         cur.execute(
             "INSERT INTO threads VALUES ('t1', ?, ?, 0, NULL, NULL, 0)", (version, len(messages))

@@ -1,7 +1,7 @@
 """Loading a thread's messages from SQLite at a cost proportional to what a run reads.
 
 The first load of a thread reads its rows (the older ones as a few chunk rows,
-``_sqlite_chunks.py``) and leaves them undecoded
+``_chunks.py``) and leaves them undecoded
 (``StoredMessages``): a row becomes a validated message when something first
 reads it, so a run that sends only a recent window (a context policy, a
 compaction summary) decodes only that. The tool-call ids come from the
@@ -9,7 +9,7 @@ compaction summary) decodes only that. The tool-call ids come from the
 and a later load reads and decodes only the rows appended since, after
 checking that nothing else happened to the kept ones: the thread's edit count
 (bumped by triggers on any update, delete or replace of a message row, see
-``_sqlite_schema.py``) is unchanged, and the first and last kept rows still
+``_schema.py``) is unchanged, and the first and last kept rows still
 hold the kept messages' ids (a database restored from a copy or re-created
 elsewhere). Otherwise the whole thread is read again. A damaged row is
 ``StoreCorrupt`` naming the thread and row, raised where it is first read.
@@ -22,16 +22,15 @@ from collections.abc import Callable
 from operator import itemgetter
 from typing import Any
 
-from ..messages._stored import StoredMessages
-from ..state._engine import Scope, StoreKey
-from ..suspension._suspension import ParkedRun
-from ._errors import StoreCorrupt
-from ._gc import no_gc
-from ._kept import KeptThread, KeptThreads
-from ._rows import decode_message_rows, decode_one, lazy_message_rows
-from ._sqlite_chunks import read_bodies
-from ._sqlite_ops import load_scope
-from ._thread_store import RunRecord, ScopeBinding, ThreadSnapshot
+from ...messages._stored import StoredMessages
+from ...state._engine import Scope, StoreKey
+from ...suspension._suspension import ParkedRun
+from .._errors import StoreCorrupt
+from .._kept import KeptThread, KeptThreads
+from .._rows import decode_message_rows, decode_one, lazy_message_rows, no_gc
+from .._thread_store import RunRecord, ScopeBinding, ThreadSnapshot
+from ._chunks import read_bodies
+from ._state import load_scope
 
 __all__ = ["MessageCache", "load_thread"]
 
