@@ -18,6 +18,7 @@ import pytest
 from mcp.client.streamable_http import streamable_http_client
 from mcp_setup import add, shout
 
+from awaken_ext_permissions import PermissionsPlugin
 from awaken_mcp import build_server
 from awaken_runtime import (
     AgentConfig,
@@ -35,14 +36,23 @@ BOB = "bob-key-0123456789abcdefgh"
 
 
 def runtime(turns: list[object] | None = None) -> object:
+    allow = {"permissions": {"default": "allow"}}
     return (
         AgentRuntimeBuilder(discover=False)
+        .with_plugin(PermissionsPlugin())
         .with_tool(add)
         .with_tool(shout)
         .with_model(ModelSpec(id="m", provider="s", model="m"))
         .with_provider("s", ScriptedExecutor(turns or ["the agent says hi"], repeat=True))
         .with_agent_spec(
-            AgentConfig(id="calc", model_binding="m", tool_ids=["add", "shout"], instructions="x")
+            AgentConfig(
+                id="calc",
+                model_binding="m",
+                tool_ids=["add", "shout"],
+                instructions="x",
+                plugin_ids=["permissions"],
+                plugin_config=allow,
+            )
         )
         .build()
     )

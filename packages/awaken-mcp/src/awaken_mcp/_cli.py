@@ -5,10 +5,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from typing import Any
 
-__all__ = ["add_mcp_command"]
+__all__ = ["SECRET_ENV", "add_mcp_command"]
+
+SECRET_ENV = "AWAKEN_MCP_SECRET"
+"""Signs the ``request_state`` of 2026-07-28 retries; the same on every worker."""
 
 
 def add_mcp_command(sub: Any) -> None:
@@ -27,6 +31,17 @@ def add_mcp_command(sub: Any) -> None:
     serve.add_argument("--no-auth", action="store_true", help="HTTP without keys (loopback only)")
     serve.add_argument(
         "--agents-as-tools", action="store_true", help="also offer each agent as a tool"
+    )
+    serve.add_argument(
+        "--tools-ungated",
+        action="store_true",
+        help="also serve tools whose agents have no tool gate (no policy), with no gate at all",
+    )
+    serve.add_argument(
+        "--sessions",
+        action="store_true",
+        help="session-ful HTTP (one worker): handshake-era clients can then be asked "
+        "(elicitation) in the middle of a call",
     )
     serve.set_defaults(func=_cmd_serve)
     listing = mcp_sub.add_parser("list", help="MCP servers the agents use: status and tools")
@@ -72,7 +87,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from awaken_server import KeyConfigError, KeyRing
 
     from ._http import create_http_app, serve_stdio
-    from ._server import build_server
+    from ._server import build_server, plan_offer
 
     if args.http:
         from awaken_server._cli import _is_loopback  # the same rule as `awaken serve`
@@ -93,10 +108,23 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         return 2
     runtime, agent_ids = built
     try:
-        server = build_server(runtime, agent_ids, agents_as_tools=args.agents_as_tools)
+        offer = plan_offer(
+            runtime,
+            agent_ids,
+            agents_as_tools=args.agents_as_tools,
+            tools_ungated=args.tools_ungated,
+        )
+        server = build_server(
+            runtime,
+            agent_ids,
+            agents_as_tools=args.agents_as_tools,
+            tools_ungated=args.tools_ungated,
+            secret=_secret(),
+        )
     except ValueError as exc:
         sys.stderr.write(f"awaken mcp serve: {exc}\n")
         return 2
+    _announce(offer)
     if not args.http:
         # stdout is the protocol channel: everything else goes to stderr.
         sys.stderr.write(f"awaken mcp serve: stdio; agents: {', '.join(agent_ids)}\n")
@@ -104,13 +132,38 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         return 0
     import uvicorn
 
-    app = create_http_app(server, keys, path=args.path, host=args.host)
+    app = create_http_app(server, keys, path=args.path, host=args.host, stateless=not args.sessions)
+    mode = "sessions, one worker" if args.sessions else "stateless"
     sys.stderr.write(
-        f"awaken mcp serve: http://{args.host}:{args.port}{args.path} (stateless); "
+        f"awaken mcp serve: http://{args.host}:{args.port}{args.path} ({mode}); "
         f"agents: {', '.join(agent_ids)}\n"
     )
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0
+
+
+def _secret() -> bytes | None:
+    # Workers serving one endpoint must share it, or a 2026-07-28 retry that lands on
+    # another worker is refused; one process picks its own.
+    value = os.environ.get(SECRET_ENV, "")
+    return value.encode() if value else None
+
+
+def _announce(offer: Any) -> None:
+    """What is served without a gate (loudly), and what is not served and why (stderr)."""
+    if offer.ungated:
+        bar = "!" * 72
+        names = ", ".join(sorted(offer.ungated))
+        sys.stderr.write(
+            f"{bar}\nawaken mcp serve: --tools-ungated: serving WITHOUT ANY GATE (no agent "
+            f"policy, no permission check, no audit): {names}\n{bar}\n"
+        )
+    if offer.skipped:
+        sys.stderr.write(
+            f"awaken mcp serve: not serving {', '.join(sorted(offer.skipped))}: no agent that "
+            f"lists them has a tool gate (enable the permissions plugin on it, or pass "
+            f"--tools-ungated to serve them bare)\n"
+        )
 
 
 async def _stdio(serve: Any, server: Any, runtime: Any) -> None:

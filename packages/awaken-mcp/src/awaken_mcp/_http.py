@@ -27,10 +27,22 @@ __all__ = ["create_http_app", "serve_stdio"]
 
 
 def create_http_app(
-    server: Server[Any], keys: KeyRing, *, path: str = "/mcp", host: str = "127.0.0.1"
+    server: Server[Any],
+    keys: KeyRing,
+    *,
+    path: str = "/mcp",
+    host: str = "127.0.0.1",
+    stateless: bool = True,
 ) -> ASGIApp:
-    """The ASGI app: bearer keys, then the SDK's stateless streamable-HTTP endpoint at ``path``."""
-    inner = server.streamable_http_app(streamable_http_path=path, stateless_http=True, host=host)
+    """The ASGI app: bearer keys, then the SDK's streamable-HTTP endpoint at ``path``.
+
+    ``stateless=False`` keeps sessions in this process (one worker only): a
+    handshake-era client then has a back-channel, so a call can ask it
+    (elicitation) before it answers.
+    """
+    inner = server.streamable_http_app(
+        streamable_http_path=path, stateless_http=stateless, host=host
+    )
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":

@@ -4,39 +4,42 @@ What is offered: the *registered* tools (``with_tool``, discovered tools)
 that the named agents list in ``tool_ids``, under their own ids, with their
 descriptions and JSON Schemas; and with ``agents_as_tools`` one tool per
 agent (named after it) that runs the agent on a prompt. Plugin tools (memory,
-skills, catalog tools) are not offered: they belong to runs, whose state and
-gates they need. A tool is called outside any run: it gets a fresh run id, an
-empty read-only state, and whatever state commands it stages are dropped, so
-tools that depend on thread state should be offered through their agent.
-An agent call is a normal run (every gate applies, permissions included),
-with the caller's profile; a run that waits for a human decision answers
-with an error saying so, since MCP has no way to carry the ticket back.
+skills, catalog tools) are not offered: they belong to runs.
+
+Policy holds on every path: a tool is served through the first served agent
+that lists it and has a tool gate (the permissions plugin, or any other), and
+each call is a run of that agent whose one turn is the call (``_direct``), so
+the agent's whole gate chain decides it. A tool whose agents have no gate at
+all is not offered, unless ``tools_ungated`` says to serve it bare. Tickets a
+call parks on are asked of the client (``_calls``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import uuid
+import secrets
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import mcp_types as types
 from mcp.server import Server
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from awaken_runtime import (
-    CancellationToken,
-    Phase,
-    Runtime,
-    Store,
-    Tool,
-    ToolCallContext,
-    ToolOutput,
-)
+from awaken_runtime import Runtime, Tool
 
-from ._content import to_result
+from ._calls import Caller, Calls, Target
+from ._direct import install
+from ._owners import McpOwners
 
-__all__ = ["AGENT_INPUT_SCHEMA", "PRINCIPAL_STATE", "build_server", "offered_tools"]
+__all__ = [
+    "AGENT_INPUT_SCHEMA",
+    "PRINCIPAL_STATE",
+    "Offer",
+    "build_server",
+    "offered_tools",
+    "plan_offer",
+]
 
 log = logging.getLogger("awaken_mcp")
 
@@ -75,53 +78,117 @@ def _profile(ctx: Any) -> str:
     return str(getattr(state, PRINCIPAL_STATE, "default"))
 
 
+@dataclass
+class Offer:
+    """What a server offers, by MCP tool name."""
+
+    targets: dict[str, Target] = field(default_factory=dict)
+    """Gated direct tools and agents-as-tools."""
+    ungated: dict[str, Tool] = field(default_factory=dict)
+    """Tools served bare (``tools_ungated``)."""
+    skipped: list[str] = field(default_factory=list)
+    """Tools not offered: no agent listing them has a gate, and ``tools_ungated`` is off."""
+
+
+def _gated(runtime: Runtime, agent_id: str) -> bool:
+    return any(p.manifest.bound.tool_gates for p in runtime.resolve(agent_id).plugins)
+
+
+def plan_offer(
+    runtime: Runtime,
+    agent_ids: Sequence[str],
+    *,
+    agents_as_tools: bool = False,
+    tools_ungated: bool = False,
+) -> Offer:
+    """Which agent serves each tool: the first one listing it that has a gate."""
+    offer = Offer()
+    gated = [a for a in agent_ids if _gated(runtime, a)]
+    for agent_id in gated:
+        for tid in offered_tools(runtime, [agent_id]):
+            offer.targets.setdefault(tid, Target(agent_id, tid))
+    for tid, tool in offered_tools(runtime, [a for a in agent_ids if a not in gated]).items():
+        if tid in offer.targets:
+            continue
+        if tools_ungated:
+            offer.ungated[tid] = tool
+        else:
+            offer.skipped.append(tid)
+    if agents_as_tools:
+        for agent_id in agent_ids:
+            if agent_id in offer.targets or agent_id in offer.ungated:
+                raise ValueError(
+                    f"{agent_id!r} is both a tool and an agent; rename one, or serve without agents"
+                )
+            offer.targets[agent_id] = Target(agent_id, None)
+    return offer
+
+
+def caller_of(ctx: Any) -> Caller:
+    """The caller of one request and what its connection can do."""
+    session = getattr(ctx, "session", None)
+    caps = getattr(session, "client_capabilities", None)
+    elicitation = getattr(caps, "elicitation", None)
+    # An empty `elicitation: {}` (2025-06-18 clients) means form mode.
+    form = elicitation is not None and (elicitation.form is not None or elicitation.url is None)
+    version = str(getattr(session, "protocol_version", ""))
+    return Caller(
+        profile=_profile(ctx),
+        session=session,
+        request_id=getattr(ctx, "request_id", None),
+        can_request=bool(getattr(session, "can_send_request", False)),
+        elicits=form,
+        modern=version in MODERN_PROTOCOL_VERSIONS,
+    )
+
+
 def build_server(
     runtime: Runtime,
     agent_ids: Sequence[str],
     *,
     agents_as_tools: bool = False,
+    tools_ungated: bool = False,
+    secret: bytes | None = None,
     name: str = "awaken",
 ) -> Server[Any]:
-    """An MCP server offering the agents' registered tools (and the agents, if asked)."""
-    tools = offered_tools(runtime, agent_ids)
-    agents = list(agent_ids) if agents_as_tools else []
-    clash = sorted(set(tools) & set(agents))
-    if clash:
-        raise ValueError(
-            f"{clash[0]!r} is both a tool and an agent; rename one, or serve without agents"
-        )
-    listing = [
-        types.Tool(
-            name=tid,
-            description=t.descriptor.description,
-            input_schema=t.descriptor.parameters,
-        )
-        for tid, t in tools.items()
-    ] + [
-        types.Tool(
-            name=aid,
-            description=f"Ask the agent {aid!r}. "
-            + (runtime.resolve(aid).config.instructions[:300] or ""),
-            input_schema=AGENT_INPUT_SCHEMA,
-        )
-        for aid in agents
-    ]
+    """An MCP server offering the agents' tools (each through its agent's gates) and,
+    with ``agents_as_tools``, the agents.
+
+    ``secret`` signs the ``request_state`` of 2026-07-28 retries; give every worker
+    serving one endpoint the same one (default: random, good for one process).
+    """
+    offer = plan_offer(
+        runtime, agent_ids, agents_as_tools=agents_as_tools, tools_ungated=tools_ungated
+    )
+    install(runtime)
+    listing: list[types.Tool] = []
+    for tool_name, target in offer.targets.items():
+        if target.tool is None:
+            instructions = runtime.resolve(target.agent).config.instructions[:300]
+            description = f"Ask the agent {target.agent!r}. {instructions}".strip()
+            listing.append(
+                types.Tool(name=tool_name, description=description, input_schema=AGENT_INPUT_SCHEMA)
+            )
+        else:
+            descriptor = runtime.registries.tools[target.tool].descriptor
+            listing.append(_listed(tool_name, descriptor))
+    listing += [_listed(n, t.descriptor) for n, t in offer.ungated.items()]
     schemas = {t.name: t.input_schema for t in listing}
+    calls = Calls(
+        runtime,
+        offer.targets,
+        dict(offer.ungated),
+        McpOwners(runtime.store),
+        secret if secret is not None else secrets.token_bytes(32),
+    )
 
     async def list_tools(
         ctx: Any, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=listing)
 
-    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        args = dict(params.arguments or {})
-        if params.name in tools:
-            return await _call_tool(tools[params.name], params.name, args)
-        if params.name in agents:
-            return await _call_agent(runtime, params.name, args, _profile(ctx))
-        return types.CallToolResult(
-            content=[types.TextContent(text=f"unknown tool {params.name!r}")], is_error=True
-        )
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> Any:
+        return await calls.call(caller_of(ctx), params)
 
     return Server(
         name,
@@ -132,51 +199,9 @@ def build_server(
     )
 
 
-async def _call_tool(tool: Tool, tool_id: str, args: dict[str, Any]) -> types.CallToolResult:
-    coerce = getattr(tool, "coerce_arguments", None)
-    if coerce is not None:
-        try:
-            args = coerce(args)
-        except ValueError as exc:
-            return to_result(ToolOutput.error(f"Invalid arguments for tool {tool_id!r}: {exc}"))
-    call_id = uuid.uuid4().hex
-    ctx = ToolCallContext(
-        store=Store({}),
-        run_id=f"mcp-{call_id}",
-        thread_id="mcp",
-        call_id=call_id,
-        tool_id=tool_id,
-        cancel=CancellationToken(),
+def _listed(name: str, descriptor: Any) -> types.Tool:
+    return types.Tool(
+        name=name,
+        description=descriptor.description or f"The awaken tool {name!r}.",
+        input_schema=descriptor.parameters,
     )
-    try:
-        output = await tool.call(args, ctx)
-    except asyncio.CancelledError:
-        raise
-    except Exception as exc:  # a tool's failure is the caller's error result, as in a run
-        log.exception("tool %r raised over MCP", tool_id)
-        output = ToolOutput.error(f"Tool {tool_id!r} failed: {type(exc).__name__}: {exc}")
-    return to_result(output)
-
-
-async def _call_agent(
-    runtime: Runtime, agent_id: str, args: dict[str, Any], profile: str
-) -> types.CallToolResult:
-    prompt = args.get("prompt")
-    thread = args.get("thread_id")
-    if not isinstance(prompt, str) or not prompt.strip():
-        return to_result(ToolOutput.error("`prompt` must be a non-empty string"))
-    if thread is not None and not isinstance(thread, str):
-        return to_result(ToolOutput.error("`thread_id` must be a string"))
-    state = await runtime.run(agent_id, prompt, thread_id=thread, profile_id=profile)
-    if state.phase is Phase.WAITING:
-        reasons = ", ".join(t.await_reason.value for t in state.tickets)
-        return to_result(
-            ToolOutput.error(
-                f"agent {agent_id!r} is waiting for a human decision ({reasons}) on thread "
-                f"{state.thread_id!r}; answer it through awaken (REST or CLI), then call again"
-            )
-        )
-    failure = getattr(state.end_cause, "failure", None)
-    if failure is not None:
-        return to_result(ToolOutput.error(f"agent {agent_id!r} failed: {failure}"))
-    return to_result(ToolOutput.ok(state.final_text or ""))
