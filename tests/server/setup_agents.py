@@ -2,7 +2,9 @@
 
 The model reacts to the conversation: "weather" calls ``get_weather`` (allowed),
 "delete" calls ``delete_file`` (the permissions plugin asks a human), "think"
-streams reasoning first, "slow" streams many chunks; after a tool result it
+streams reasoning first, "slow" streams many chunks, "crawl" streams them
+slowly (a client can drop and resume mid-answer), "hold" stalls after its
+first chunks for 30 s (only a cancel ends it sooner); after a tool result it
 answers with that result.
 """
 
@@ -55,18 +57,32 @@ def _turn(request: InferenceRequest) -> ScriptedTurn | str:
         return ScriptedTurn(reasoning="Pondering the question.", text="I thought about it.")
     if "slow" in text:
         return " ".join(f"word{i}" for i in range(80))
+    if "crawl" in text:
+        return " ".join(f"step{i}" for i in range(40))
+    if "hold" in text:
+        return " ".join(f"held{i}" for i in range(30))
     return f"Hello! You said: {last.text}"
 
 
+HOLD_AFTER = 4
+"""Chunks a "hold" answer streams before it stalls."""
+
+
 class PacedExecutor(ScriptedExecutor):
-    """Streams "slow" answers with a pause between chunks, so a client sees them arrive."""
+    """Streams "slow" and "crawl" answers with a pause between chunks, so a client sees
+    them arrive; a "hold" answer stalls mid-stream like a model that hangs."""
 
     async def stream(self, request: InferenceRequest) -> AsyncIterator[Any]:
-        slow = "slow" in (request.messages[-1].text or "").lower()
+        text = (request.messages[-1].text or "").lower()
+        pause = 0.005 if "slow" in text else 0.02 if "crawl" in text else 0.0
+        sent = 0
         async for item in super().stream(request):
             yield item
-            if slow:
-                await asyncio.sleep(0.005)
+            sent += 1
+            if "hold" in text and sent == HOLD_AFTER:
+                await asyncio.sleep(30)
+            if pause:
+                await asyncio.sleep(pause)
 
 
 def setup(builder: AgentRuntimeBuilder) -> None:

@@ -10,21 +10,22 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from srv_util import ALICE, Served
+from srv_util import ALICE, BOB, Served, start_server, stop_server
 
 JS = Path(__file__).parent / "js"
 
 
-def _node(script: str, server: Served) -> dict[str, Any]:
+def _node(script: str, server: Served, **extra_env: str) -> dict[str, Any]:
     if not (JS / "node_modules").is_dir() or shutil.which("node") is None:
         if os.environ.get("CI"):
             pytest.fail("node or tests/server/js/node_modules missing: .ci/run must `npm ci` them")
         pytest.skip("run `npm ci --prefix tests/server/js` (needs Node 20) for the client tests")
-    env = {**os.environ, "SERVER_URL": server.url, "SERVER_KEY": ALICE}
+    env = {**os.environ, "SERVER_URL": server.url, "SERVER_KEY": ALICE, **extra_env}
     done = subprocess.run(
         ["node", script], cwd=JS, env=env, capture_output=True, text=True, timeout=180
     )
@@ -91,3 +92,78 @@ def test_ag_ui_http_agent_text_tool_interrupt_resume_reasoning(server: Served) -
     assert sorted(out["stateEvents"]) == ["STATE_DELTA", "STATE_SNAPSHOT"]
     assert "permissions.audit" in out["state"]["keys"]
     assert out["state"]["audit"] == ["get_weather:allow", "delete_file:approve"]
+    # RUN_STARTED names the server's run (metadata.awakenRunId) beside the client's runId.
+    assert out["serverRunId"] == {"differs": True, "found": 200, "threadMatches": True}
+    # abortRun() cancels the run under the default --on-disconnect: nothing of the
+    # stalled answer is kept.
+    assert out["abort"]["endCause"] == "cancelled"
+    assert out["abort"]["thread"]["answer"] == ""
+
+
+CRAWL = " ".join(f"step{i}" for i in range(40))
+"""The scripted model's whole answer to "crawl"."""
+
+
+@pytest.fixture(scope="module")
+def continuing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """A server whose dropped front-end streams leave their runs running."""
+    served = start_server(tmp_path_factory.mktemp("continue"), "--on-disconnect", "continue")
+    yield served
+    stop_server(served)
+
+
+def _foreign_chat_is_404(out: dict[str, Any]) -> None:
+    assert out["foreign"]["status"] == 404
+    assert out["foreign"]["type"] == "application/problem+json"
+    assert "does not exist" in out["foreign"]["body"]["detail"]
+
+
+def test_ai_sdk_stop_and_drop_cancel_the_run_by_default(server: Served) -> None:
+    out = _node("aisdk_disconnect.mjs", server, ON_DISCONNECT="cancel", OTHER_KEY=BOB)
+    stop = out["stop"]
+    assert stop["status"] == "ready" and stop["seen"].startswith("held0")
+    assert stop["endCause"] == "cancelled"
+    # The model stalled mid-answer: the thread keeps nothing of the answer the client
+    # saw part of (never more than the client saw).
+    assert stop["thread"]["answer"] == ""
+    # A dropped connection cancels too; resumeStream then finds nothing (204).
+    assert out["cut"]["status"] == "error" and out["cut"]["partial"].startswith("step0")
+    _foreign_chat_is_404(out)
+    assert out["gets"] == [204, 204]
+    assert out["resumed"]["status"] == "ready"
+    assert out["resumed"]["text"] == out["cut"]["partial"]
+    assert out["cutRun"]["endCause"] == "cancelled"
+    assert CRAWL.startswith(out["cutRun"]["thread"]["answer"])
+    assert len(out["cutRun"]["thread"]["answer"]) < len(CRAWL)
+    assert out["unknown"] == 404
+
+
+def test_ai_sdk_cancel_through_run_id_and_resume_stream_under_continue(
+    continuing: Served,
+) -> None:
+    out = _node("aisdk_disconnect.mjs", continuing, ON_DISCONNECT="continue", OTHER_KEY=BOB)
+    stop = out["stop"]
+    assert stop["cancelStatus"] == 202
+    assert stop["endCause"] == "cancelled" and stop["thread"]["answer"] == ""
+    # A stop alone leaves the run to finish in the background.
+    leave = out["leave"]
+    assert leave["endCause"] == "natural_end" and leave["thread"]["answer"] == CRAWL
+    assert CRAWL.startswith(leave["seen"]) and len(leave["seen"]) < len(CRAWL)
+    # Dropped mid-answer, resumed: the message ends with every chunk exactly once.
+    cut = out["cut"]
+    assert cut["status"] == "error" and CRAWL.startswith(cut["partial"])
+    assert len(cut["partial"]) < len(CRAWL)
+    _foreign_chat_is_404(out)
+    resumed = out["resumed"]
+    assert resumed == {
+        "status": "ready",
+        "text": CRAWL,
+        "roles": ["user", "assistant"],
+        "runId": True,
+    }
+    assert out["gets"] == [200, 204]
+    assert out["cutRun"] == {
+        "endCause": "natural_end",
+        "thread": {"messages": 2, "answer": CRAWL},
+    }
+    assert out["unknown"] == 404

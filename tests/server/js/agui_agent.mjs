@@ -2,10 +2,7 @@
 // streamed text, a tool call, an interrupt answered through `resume`, and
 // reasoning. Prints a JSON summary; exits 1 on failure.
 import { HttpAgent } from "@ag-ui/client";
-
-const url = process.env.SERVER_URL;
-const key = process.env.SERVER_KEY;
-if (!url || !key) throw new Error("set SERVER_URL and SERVER_KEY");
+import { answerAfterLastUser, api, endedRun, key, url } from "./rest_util.mjs";
 
 const agent = new HttpAgent({
   url: `${url}/v1/agents/assistant/ag-ui`,
@@ -22,6 +19,7 @@ async function run(text, params = {}) {
     { runId, ...params },
     {
       onEvent: ({ event }) => { seen.types.push(event.type); },
+      onRunStartedEvent: ({ event }) => { seen.serverRunId = event.metadata?.awakenRunId ?? null; },
       onTextMessageContentEvent: () => { seen.deltas++; },
       onRunFinishedEvent: (p) => {
         seen.finished = { outcome: p.outcome, interrupts: p.interrupts ?? [], runId: p.event.runId, threadId: p.event.threadId };
@@ -36,6 +34,8 @@ async function run(text, params = {}) {
 
 const out = {};
 const r1 = await run("hello agui");
+const record = await api("GET", `/v1/runs/${r1.serverRunId}`);
+out.serverRunId = { differs: r1.serverRunId !== r1.runId, found: record.status, threadMatches: Boolean(record.body?.thread_id) };
 out.text = { deltas: r1.deltas, first: r1.types[0], last: r1.types.at(-1), outcome: r1.finished.outcome, echoesRunId: r1.finished.runId === r1.runId, echoesThreadId: r1.finished.threadId === agent.threadId, messages: r1.newMessages };
 const r2 = await run("weather please");
 out.tool = { types: [...new Set(r2.types)], messages: r2.newMessages };
@@ -47,4 +47,17 @@ const r5 = await run("think about it");
 out.reasoning = { types: [...new Set(r5.types)] };
 out.state = { keys: Object.keys(agent.state), audit: Object.values(agent.state["permissions.audit"] ?? {}).map((e) => `${e.tool}:${e.decision}`) };
 out.stateEvents = [...new Set([r1, r2, r3, r4, r5].flatMap((r) => r.types.filter((t) => t.startsWith("STATE_"))))];
+// 6. abortRun() while the model stalls mid-answer: under the default --on-disconnect
+// the run is cancelled, and RUN_STARTED's metadata named it.
+let heldRun = null;
+agent.addMessage({ id: `u${++counter}`, role: "user", content: "please hold" });
+await agent.runAgent(
+  { runId: `run-${++counter}` },
+  {
+    onRunStartedEvent: ({ event }) => { heldRun = event.metadata?.awakenRunId ?? null; },
+    onTextMessageContentEvent: () => { agent.abortRun(); },
+  },
+).catch((e) => e);
+const held = await endedRun(heldRun);
+out.abort = { endCause: held.record.end_cause.kind, thread: await answerAfterLastUser(held.thread_id) };
 process.stdout.write(JSON.stringify(out) + "\n");

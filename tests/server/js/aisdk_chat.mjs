@@ -1,32 +1,7 @@
 // Drives `awaken serve` with the real AI SDK v6 chat client (AbstractChat +
 // DefaultChatTransport, no React): streamed text, a tool call, an approval
 // round trip (approve and deny). Prints a JSON summary; exits 1 on failure.
-import { AbstractChat, DefaultChatTransport, lastAssistantMessageIsCompleteWithApprovalResponses } from "ai";
-
-const url = process.env.SERVER_URL;
-const key = process.env.SERVER_KEY;
-if (!url || !key) throw new Error("set SERVER_URL and SERVER_KEY");
-
-class State {
-  constructor() {
-    this.status = "ready";
-    this.error = undefined;
-    this.messages = [];
-    this.updates = 0;
-  }
-  pushMessage(m) { this.messages = this.messages.concat(m); this.updates++; }
-  popMessage() { this.messages = this.messages.slice(0, -1); }
-  replaceMessage(i, m) { this.messages = [...this.messages.slice(0, i), m, ...this.messages.slice(i + 1)]; this.updates++; }
-  snapshot(thing) { return structuredClone(thing); }
-}
-
-class Chat extends AbstractChat {
-  constructor(init) {
-    const state = new State();
-    super({ ...init, state });
-    this.store = state;
-  }
-}
+import { newChat as chatWith, settle, textOf, toolParts } from "./chat_util.mjs";
 
 const chunks = [];
 const fetchSpy = async (input, init) => {
@@ -44,29 +19,7 @@ const fetchSpy = async (input, init) => {
   return new Response(a, { status: res.status, headers: res.headers });
 };
 
-function newChat(id) {
-  return new Chat({
-    id,
-    transport: new DefaultChatTransport({
-      api: `${url}/v1/agents/assistant/chat`,
-      headers: { Authorization: `Bearer ${key}` },
-      fetch: fetchSpy,
-    }),
-    sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
-  });
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-async function settle(chat, pred) {
-  for (let i = 0; i < 300; i++) {
-    if (chat.status === "ready" && pred()) return;
-    if (chat.status === "error") throw chat.error;
-    await sleep(50);
-  }
-  throw new Error(`timed out; status=${chat.status} last=${JSON.stringify(chat.lastMessage)}`);
-}
-const textOf = (m) => m.parts.filter((p) => p.type === "text").map((p) => p.text).join("");
-const toolParts = (m) => m.parts.filter((p) => p.type === "dynamic-tool");
+const newChat = (id) => chatWith(id, fetchSpy);
 
 const out = {};
 const chat = newChat(`chat-${Date.now()}`);

@@ -1,9 +1,11 @@
 """AG-UI 1.0: the transcoder from AgentEvents to AG-UI events.
 
 ``RUN_STARTED`` (with the protocol version) and the one terminal event echo the
-client's ``threadId``/``runId``; a suspended run ends with ``RUN_FINISHED``
-outcome ``interrupt``, one interrupt per ticket (interrupt id = ticket id). The
-thread's state goes out as ``STATE_SNAPSHOT`` and JSON-patch ``STATE_DELTA``.
+client's ``threadId``/``runId``; ``RUN_STARTED`` also carries the server's run
+id as ``metadata.awakenRunId`` (what ``POST /v1/runs/{id}/cancel`` takes). A
+suspended run ends with ``RUN_FINISHED`` outcome ``interrupt``, one interrupt
+per ticket (interrupt id = ticket id). The thread's state goes out as
+``STATE_SNAPSHOT`` and JSON-patch ``STATE_DELTA``.
 """
 
 from __future__ import annotations
@@ -36,9 +38,18 @@ __all__ = ["AGUITranscoder"]
 class AGUITranscoder:
     """Turns one run's AgentEvents into AG-UI events (stateful, one per stream)."""
 
-    def __init__(self, thread_id: str, run_id: str, state: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        thread_id: str,
+        run_id: str,
+        state: dict[str, Any],
+        *,
+        server_run_id: str | None = None,
+    ) -> None:
         self.thread_id = thread_id
         self.run_id = run_id
+        self.server_run_id = server_run_id
+        """The run's id on this server (the client's ``runId`` is only echoed)."""
         self.state = dict(state)
         self._text: str | None = None
         self._last_text: str | None = None  # a tool call after text joins that message
@@ -51,7 +62,12 @@ class AGUITranscoder:
         """``RUN_STARTED`` (with the protocol version) and the thread's state."""
         return [
             ag.RunStartedEvent(
-                thread_id=self.thread_id, run_id=self.run_id, protocol_version=ag.PROTOCOL_VERSION
+                thread_id=self.thread_id,
+                run_id=self.run_id,
+                protocol_version=ag.PROTOCOL_VERSION,
+                metadata=(
+                    {"awakenRunId": self.server_run_id} if self.server_run_id is not None else None
+                ),
             ),
             ag.StateSnapshotEvent(snapshot=self.state),
         ]

@@ -35,15 +35,23 @@ def _decision(entry: ag.ResumeEntry) -> Decision:
     return Deny(reason="cancelled by the user")
 
 
-async def _stream(run: LiveRun, coder: AGUITranscoder, accept: str) -> AsyncIterator[str]:
+async def _stream(
+    service: Service, run: LiveRun, coder: AGUITranscoder, accept: str
+) -> AsyncIterator[str]:
     encoder = EventEncoder(accept=accept)
-    for event in coder.start():
-        yield encoder.encode(event)
-    async for item in run.follow(0):
-        for event in coder.feed(item):
+    complete = False
+    try:
+        for event in coder.start():
             yield encoder.encode(event)
-    for event in coder.close(run.error):
-        yield encoder.encode(event)
+        async for item in run.follow(0):
+            for event in coder.feed(item):
+                yield encoder.encode(event)
+        for event in coder.close(run.error):
+            yield encoder.encode(event)
+        complete = True
+    finally:
+        if not complete:  # abortRun() or a dropped connection: --on-disconnect decides
+            service.dropped(run)
 
 
 async def run_agent(request: Request) -> Response:
@@ -84,10 +92,12 @@ async def run_agent(request: Request) -> Response:
         run = await service.start_run(
             principal, agent_id=agent_id, thread_id=thread_id, messages=[Message.user(last.content)]
         )
-    coder = AGUITranscoder(body.thread_id, body.run_id, service.thread_state(snap))
+    coder = AGUITranscoder(
+        body.thread_id, body.run_id, service.thread_state(snap), server_run_id=run.run_id
+    )
     accept = request.headers.get("accept", "")
     return StreamingResponse(
-        _stream(run, coder, accept),
+        _stream(service, run, coder, accept),
         media_type=EventEncoder(accept=accept).get_content_type(),
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )

@@ -2,6 +2,8 @@
 
 A suspended call becomes ``tool-approval-request`` (approval id = the ticket
 id); tool chunks carry ``dynamic: true`` (the client knows no tools statically).
+The ``start`` and ``finish`` chunks carry the server's run id as message
+metadata (``{"runId": ...}``), so a front end can cancel the run explicitly.
 """
 
 from __future__ import annotations
@@ -31,8 +33,12 @@ __all__ = ["UIMessageStreamTranscoder"]
 class UIMessageStreamTranscoder:
     """Turns one run's AgentEvents into UI message stream chunks (stateful, one per stream)."""
 
-    def __init__(self, message_id: str, denied: set[str] | None = None) -> None:
+    def __init__(
+        self, message_id: str, denied: set[str] | None = None, *, run_id: str | None = None
+    ) -> None:
         self.message_id = message_id
+        self.run_id = run_id
+        """The server's run id, sent as message metadata (``None``: no metadata)."""
         self.denied = denied or set()
         """Tool call ids the client denied: their results become ``tool-output-denied``."""
         self._open: dict[str, str] = {}  # channel -> open part id
@@ -44,7 +50,10 @@ class UIMessageStreamTranscoder:
 
     def start(self) -> list[dict[str, Any]]:
         """The chunks opening the stream."""
-        return [{"type": "start", "messageId": self.message_id}]
+        return [{"type": "start", "messageId": self.message_id, **self._metadata()}]
+
+    def _metadata(self) -> dict[str, Any]:
+        return {"messageMetadata": {"runId": self.run_id}} if self.run_id is not None else {}
 
     def _close_parts(self) -> list[dict[str, Any]]:
         out = [{"type": f"{ch}-end", "id": pid} for ch, pid in self._open.items()]
@@ -149,7 +158,7 @@ class UIMessageStreamTranscoder:
             return [
                 *out,
                 {"type": "error", "errorText": text},
-                {"type": "finish", "finishReason": "error"},
+                self._finish_chunk("error"),
             ]
         if finish.phase is Phase.WAITING:
             for ticket in finish.tickets:
@@ -165,14 +174,17 @@ class UIMessageStreamTranscoder:
                         "toolCallId": ticket.call.id,
                     }
                 )
-            return [*out, {"type": "finish", "finishReason": "tool-calls"}]
+            return [*out, self._finish_chunk("tool-calls")]
         cause = finish.end_cause
         if isinstance(cause, Error):
             out.append({"type": "error", "errorText": str(cause.failure)})
-            return [*out, {"type": "finish", "finishReason": "error"}]
+            return [*out, self._finish_chunk("error")]
         if isinstance(cause, Cancelled):
             return [*out, {"type": "abort"}]
         reason = "length" if isinstance(cause, MaxSteps) else "other"
         if isinstance(cause, NaturalEnd):
             reason = "stop"
-        return [*out, {"type": "finish", "finishReason": reason}]
+        return [*out, self._finish_chunk(reason)]
+
+    def _finish_chunk(self, reason: str) -> dict[str, Any]:
+        return {"type": "finish", "finishReason": reason, **self._metadata()}

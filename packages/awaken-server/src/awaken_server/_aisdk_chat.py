@@ -4,13 +4,14 @@ It takes what ``DefaultChatTransport`` sends (``{id, messages, trigger,
 messageId}``); the chat id names the thread (per profile). The client's POST
 after a ``tool-approval-request`` carries the ``approval-responded`` part, which
 becomes ``Approve``/``Deny`` on that ticket; the stream continues the same
-assistant message.
+assistant message. ``GET .../chat/{chatId}/stream`` replays a chat's stream
+that was cut before its end (under ``--on-disconnect continue``; 204 otherwise).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -19,12 +20,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from awaken_runtime import Approve, Decision, Deny, Message
+from awaken_runtime import AgentEvent, Approve, Decision, Deny, Message
 
 from ._aisdk import UIMessageStreamTranscoder
+from ._chat_streams import ChatStream
 from ._http import caller, read_body, sse
 from ._hub import LiveRun
 from ._ids import new_id
+from ._owners import not_found
 from ._problems import Problem
 from ._service import Service, external_thread_id
 
@@ -71,15 +74,54 @@ def _approvals(message: dict[str, Any]) -> list[tuple[str, str, Decision]]:
     return out
 
 
-async def _chunks(run: LiveRun, coder: UIMessageStreamTranscoder) -> AsyncIterator[ServerSentEvent]:
+async def _chunks(
+    events: AsyncIterator[AgentEvent],
+    error: Callable[[], BaseException | None],
+    coder: UIMessageStreamTranscoder,
+) -> AsyncIterator[ServerSentEvent]:
     for chunk in coder.start():
         yield ServerSentEvent(data=json.dumps(chunk))
-    async for event in run.follow(0):
+    async for event in events:
         for chunk in coder.feed(event):
             yield ServerSentEvent(data=json.dumps(chunk))
-    for chunk in coder.close(run.error):
+    for chunk in coder.close(error()):
         yield ServerSentEvent(data=json.dumps(chunk))
     yield ServerSentEvent(data="[DONE]")
+
+
+async def _live_chunks(
+    service: Service, chat_key: str, run: LiveRun, coder: UIMessageStreamTranscoder
+) -> AsyncIterator[ServerSentEvent]:
+    """The stream of a POST; what a cut before its end means is ``--on-disconnect``'s."""
+    after = run.events[0].seq - 1 if run.events else 0
+    record = ChatStream(run.run_id, coder.message_id, after, frozenset(coder.denied))
+    service.chat_streams.open(chat_key, record)
+    complete = False
+    try:
+        async for sent in _chunks(run.follow(0), lambda: run.error, coder):
+            yield sent
+        complete = True
+    finally:
+        if complete:
+            service.chat_streams.completed(chat_key, record)
+        else:
+            service.dropped(run)
+
+
+async def _replayed_chunks(
+    service: Service, chat_key: str, record: ChatStream
+) -> AsyncIterator[ServerSentEvent]:
+    """A cut stream again from its first chunk, live to the run's end."""
+
+    def error() -> BaseException | None:
+        live = service.hub.live(record.run_id)
+        return live.error if live is not None else None
+
+    coder = UIMessageStreamTranscoder(record.message_id, set(record.denied), run_id=record.run_id)
+    events = service.hub.events(service.runtime, record.run_id, record.after)
+    async for sent in _chunks(events, error, coder):
+        yield sent
+    service.chat_streams.completed(chat_key, record)
 
 
 async def chat(request: Request) -> Response:
@@ -122,7 +164,9 @@ async def chat(request: Request) -> Response:
             )
         denied = {call for _, call, d in answers if isinstance(d, Deny)}
         run = await service.resume(principal, first.run_id, [(a, d) for a, _, d in answers])
-        coder = UIMessageStreamTranscoder(str(last.get("id") or new_id("msg_")), denied)
+        coder = UIMessageStreamTranscoder(
+            str(last.get("id") or new_id("msg_")), denied, run_id=run.run_id
+        )
     elif last.get("role") == "user":
         text = _text_of(last)
         if not text:
@@ -136,7 +180,7 @@ async def chat(request: Request) -> Response:
         run = await service.start_run(
             principal, agent_id=agent_id, thread_id=thread_id, messages=[Message.user(text)]
         )
-        coder = UIMessageStreamTranscoder(new_id("msg_"))
+        coder = UIMessageStreamTranscoder(new_id("msg_"), run_id=run.run_id)
     else:
         raise Problem(
             422,
@@ -145,9 +189,34 @@ async def chat(request: Request) -> Response:
             field="/messages/-1/role",
             fix="send role 'user'",
         )
-    return sse(_chunks(run, coder), headers=HEADER)
+    return sse(_live_chunks(service, thread_id, run, coder), headers=HEADER)
+
+
+async def resume_stream(request: Request) -> Response:
+    """GET /v1/agents/{agent_id}/chat/{chat_id}/stream: the chat's cut stream, replayed.
+
+    204 when there is nothing to resume (the AI SDK's "no active stream"), and
+    always under ``--on-disconnect cancel``; 404 for a chat this profile never had.
+    """
+    agent_id = request.path_params["agent_id"]
+    chat_id = request.path_params["chat_id"]
+    service: Service = request.app.state.service
+    principal = caller(request)
+    service.agent(agent_id)
+    chat_key = external_thread_id(principal.profile_id, chat_id)
+    if not await service.owns_thread(chat_key, principal):
+        problem = not_found("chat", chat_id)
+        problem.fix = "resume a chat this key started (POST /v1/agents/{agent_id}/chat)"
+        raise problem
+    record = service.chat_streams.resumable(chat_key)
+    if service.on_disconnect == "cancel" or record is None:
+        return Response(status_code=204)
+    return sse(_replayed_chunks(service, chat_key, record), headers=HEADER)
 
 
 def aisdk_routes() -> list[BaseRoute]:
-    """The AI SDK endpoint."""
-    return [Route("/v1/agents/{agent_id}/chat", chat, methods=["POST"])]
+    """The AI SDK endpoints."""
+    return [
+        Route("/v1/agents/{agent_id}/chat", chat, methods=["POST"]),
+        Route("/v1/agents/{agent_id}/chat/{chat_id}/stream", resume_stream, methods=["GET"]),
+    ]

@@ -19,6 +19,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ._agents import AgentCatalog
+from ._chat_streams import OnDisconnect
 from ._hub import RunHub
 from ._ingress_hub import IngressHub
 from ._keys import KeyRing
@@ -55,6 +56,9 @@ class ServerConfig:
     ingress: Any = None
     """A ``awaken_run_ingress.RunIngress``: runs become jobs for ``awaken worker``
     processes sharing ``store``, instead of running in this process."""
+    on_disconnect: OnDisconnect = "cancel"
+    """A dropped AI SDK or AG-UI stream: ``cancel`` its run at the next boundary, or let
+    it ``continue`` in the background (the AI SDK client can then resume the stream)."""
 
 
 class AuthMiddleware:
@@ -133,6 +137,7 @@ def create_app(config: ServerConfig) -> Starlette:
                 )
             ),
             runtime=config.catalog.build(config.store),
+            on_disconnect=config.on_disconnect,
         )
         app.state.service = service
         app.state.warmed = await warm_up(config.catalog)

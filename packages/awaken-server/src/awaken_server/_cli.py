@@ -54,6 +54,13 @@ def _options(parser: argparse.ArgumentParser) -> None:
         "--ingress-schema", default="awaken_ingress", help="the ingress's queue schema"
     )
     parser.add_argument(
+        "--on-disconnect",
+        choices=("cancel", "continue"),
+        default="cancel",
+        help="a dropped AI SDK / AG-UI stream: cancel its run at the next boundary (default), "
+        "or let it continue so the client can resume the stream",
+    )
+    parser.add_argument(
         "--publishers",
         default="",
         help="comma list of profiles that may publish agent configs (default: none)",
@@ -109,6 +116,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         cors_origins=args.cors_origin,
         publishers=frozenset(p.strip() for p in args.publishers.split(",") if p.strip()),
         ingress=ingress,
+        on_disconnect=args.on_disconnect,
     )
     uvicorn.run(
         create_app(config),

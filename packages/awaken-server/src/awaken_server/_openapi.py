@@ -60,6 +60,19 @@ def _op(
     return op
 
 
+def _resume_stream_op() -> dict[str, Any]:
+    op = _op(
+        "Resume an AI SDK chat's cut stream (replayed from its first chunk)",
+        sse=True,
+        params=("agent_id", "chat_id"),
+        errors=(404,),
+    )
+    op["responses"]["204"] = {
+        "description": "no stream to resume (always under --on-disconnect cancel)"
+    }
+    return op
+
+
 def _require_discriminators(schemas: dict[str, Any]) -> None:
     """Make each tagged union's tag required in its variants.
 
@@ -134,6 +147,7 @@ def openapi_document(server_url: str) -> dict[str, Any]:
                 errors=(404, 409, 429),
             )
         },
+        "/v1/agents/{agent_id}/chat/{chat_id}/stream": {"get": _resume_stream_op()},
         "/v1/agents/{agent_id}/ag-ui": {
             "post": _op(
                 "AG-UI 1.0 run (RunAgentInput)",

@@ -20,6 +20,7 @@ from awaken_runtime import (
 )
 
 from ._agents import AgentCatalog
+from ._chat_streams import ChatStreams, OnDisconnect
 from ._hub import LiveRun, RunHub
 from ._ids import new_id
 from ._keys import Principal
@@ -48,7 +49,22 @@ class Service:
     owners: Owners
     hub: RunHub
     runtime: Runtime
+    on_disconnect: OnDisconnect = "cancel"
+    """What a dropped AI SDK or AG-UI stream does to its run (``--on-disconnect``)."""
+    chat_streams: ChatStreams = field(default_factory=ChatStreams)
     _publish_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _background: set[asyncio.Task[Any]] = field(default_factory=set)
+
+    def dropped(self, run: LiveRun) -> None:
+        """A front-end stream of ``run`` ended before its last chunk: under ``cancel``, the
+        run stops at its next boundary (the thread keeps what was committed, no more)."""
+        if self.on_disconnect != "cancel" or run.done:
+            return
+        # Called from a stream being torn down: the cancel (a queued job in ingress
+        # mode) runs as its own task so the teardown never waits on it.
+        task = asyncio.get_running_loop().create_task(self.hub.request_cancel(run.run_id))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     def agent(self, agent_id: str) -> None:
         """404 unless the server offers ``agent_id``."""
@@ -98,6 +114,16 @@ class Service:
             await self.owners.thread(thread_id, principal.profile_id)
             return
         await self.owners.add_thread(thread_id, principal.profile_id, agent_id)
+
+    async def owns_thread(self, thread_id: str, principal: Principal) -> bool:
+        """Whether ``thread_id`` exists and is ``principal``'s."""
+        if not await self.owners.has_thread(thread_id):
+            return False
+        try:
+            await self.owners.thread(thread_id, principal.profile_id)
+        except Problem:
+            return False
+        return True
 
     async def start_run(
         self,
