@@ -2,7 +2,8 @@
 
 Its tools misbehave on purpose: ``crash`` kills the process mid-call,
 ``slow`` waits until it is cancelled and records that in ``$TOY_MARKS``,
-``grow`` adds a tool and announces the change, ``picture`` returns an image.
+``grow`` adds a tool and announces the change, ``picture`` returns an image,
+``huge`` returns megabytes, ``garbage`` writes a non-JSON-RPC line to stdout.
 Nothing is printed to stdout (the stdio transport's channel).
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import stat
 import sys
 from pathlib import Path
 
@@ -108,6 +110,36 @@ async def book(city: str, ctx: Context) -> str | types.InputRequiredResult:
     if got.action != "accept" or not got.content:
         return "not booked"
     return f"booked for {got.content['people']} in {city}"
+
+
+@server.tool()
+def huge(megabytes: float) -> str:
+    """A text result of about ``megabytes`` MB."""
+    return "x" * int(megabytes * 1024 * 1024)
+
+
+def _wire() -> int:
+    """The descriptor the SDK serves stdio on (it diverts fd 1 to stderr to guard the wire)."""
+    err = os.fstat(2).st_ino
+    for name in sorted(os.listdir("/proc/self/fd"), key=int):
+        fd = int(name)
+        if fd <= 2:
+            continue
+        with contextlib.suppress(OSError):
+            flags = Path(f"/proc/self/fdinfo/{fd}").read_text().split("flags:")[1].split()[0]
+            st = os.fstat(fd)
+            if stat.S_ISFIFO(st.st_mode) and int(flags, 8) & os.O_WRONLY and st.st_ino != err:
+                return fd
+    raise RuntimeError("no wire descriptor found")
+
+
+@server.tool()
+async def garbage() -> str:
+    """Write a line that is not JSON-RPC to stdout, then take a long time."""
+    mark(f"garbage {os.getpid()}")
+    os.write(_wire(), b"DEBUG: this line is not JSON-RPC\n")
+    await asyncio.sleep(60)
+    return "late"
 
 
 @server.tool()

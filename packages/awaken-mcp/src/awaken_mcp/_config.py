@@ -36,6 +36,20 @@ class McpServerConfig(BaseModel):
     timeout: float = Field(default=60.0, gt=0)
     connect_timeout: float = Field(default=30.0, gt=0)
     """How long starting the server and listing its tools may take, in seconds."""
+    max_result_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+    """stdio: the largest message (one line) taken from the server; a larger tool
+    result is refused with an error the model reads, and the connection goes on."""
+    stop_grace: float = Field(default=2.0, gt=0, le=60)
+    """stdio: seconds a server gets to exit after its stdin closes, then after SIGTERM,
+    before SIGKILL."""
+    elicit_timeout: float = Field(default=600.0, gt=0)
+    """How long a call stays open while its server waits for the user's answer
+    (handshake era); then the question is answered ``cancel``."""
+    protocol: Literal["auto", "handshake"] = "auto"
+    """``auto`` lets the SDK pick (2026-07-28 when the server speaks it, else the
+    handshake era); ``handshake`` always uses the ``initialize`` handshake, which
+    stock ``ctx.elicit`` tools need (see the README). An ``auto`` connection whose
+    tool asked that way switches to ``handshake`` and calls again once."""
 
     @model_validator(mode="after")
     def _transport_fields(self) -> McpServerConfig:

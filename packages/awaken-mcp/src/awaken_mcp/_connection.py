@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import uuid
 from typing import Any
 
 import anyio
@@ -25,11 +26,13 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError
 
 from awaken_runtime import AwakenError, ToolOutput
-from mcp import Client, MCPError, StdioServerParameters
+from mcp import Client, MCPError
 
 from ._config import McpServerConfig
-from ._elicit import ask, refuse_handshake_elicitation
+from ._elicit import ask, held_form, suspend_for
+from ._held import Backchannel, HeldCall
 from ._results import to_output
+from ._stdio import RESULT_TOO_LARGE, ServerProcess
 
 __all__ = ["McpConnection", "McpUnavailable"]
 
@@ -52,6 +55,18 @@ def _is_list_changed(message: Any) -> bool:
     return isinstance(message, types.ToolListChangedNotification)
 
 
+def _leaf(exc: BaseException) -> BaseException:
+    """The first real error inside (nested) exception groups: what the user needs to see."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _needs_backchannel(exc: MCPError) -> bool:
+    """The server's tool asked (``ctx.elicit``) on a 2026-07-28 connection, which has no way to."""
+    return exc.code == types.INVALID_REQUEST and "no back-channel" in str(exc)
+
+
 class McpConnection:
     """The connection, tool listing and status of one configured server."""
 
@@ -71,27 +86,28 @@ class McpConnection:
         self._stale = True
         self._closed = False
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._process: ServerProcess | None = None
+        self._handshake = config.protocol == "handshake"
+        self.held = Backchannel(config.id, config.elicit_timeout)
+        """The calls in flight, each held open while its server waits for an answer."""
 
     # -- lifecycle ---------------------------------------------------------------
 
     def _make_client(self, stack: contextlib.AsyncExitStack) -> Client:
         c = self.config
+        mode = "legacy" if self._handshake else "auto"
         if c.transport == "stdio":
-            params = StdioServerParameters(
-                command=c.command or "", args=list(c.args), env=dict(c.env) or None, cwd=c.cwd
-            )
-            return Client(
-                params,
-                message_handler=self._on_message,
-                elicitation_callback=refuse_handshake_elicitation,
-            )
-        http = httpx2.AsyncClient(headers=c.headers, timeout=httpx2.Timeout(30.0, read=300.0))
-        stack.push_async_callback(http.aclose)  # the transport leaves a given client open
-        transport = streamable_http_client(c.url or "", http_client=http)
+            process = self._process = ServerProcess(c)
+            transport: Any = process.open()
+        else:
+            http = httpx2.AsyncClient(headers=c.headers, timeout=httpx2.Timeout(30.0, read=300.0))
+            stack.push_async_callback(http.aclose)  # the transport leaves a given client open
+            transport = streamable_http_client(c.url or "", http_client=http)
         return Client(
             transport,
+            mode=mode,
             message_handler=self._on_message,
-            elicitation_callback=refuse_handshake_elicitation,
+            elicitation_callback=self.held.on_elicit,
         )
 
     async def _on_message(self, message: Any) -> None:
@@ -165,10 +181,11 @@ class McpConnection:
                     asyncio.shield(ready), timeout=self.config.connect_timeout
                 )
             except Exception as exc:
-                await self._end(f"failed: {type(exc).__name__}: {exc}")
+                cause = await self._failure(exc)
+                await self._end(f"failed: {cause}")
                 raise McpUnavailable(
                     f"MCP server {self.config.id!r} ({self.config.transport}: "
-                    f"{_describe(self.config)}) did not start: {type(exc).__name__}: {exc}; "
+                    f"{_describe(self.config)}) did not start: {cause}; "
                     f"check the command or url and that it speaks MCP"
                 ) from None
             except BaseException:  # cancelled while starting: stop the runner, leave no orphan
@@ -181,6 +198,21 @@ class McpConnection:
             self.status = "connected"
             return client
 
+    async def _failure(self, exc: BaseException) -> str:
+        """Why a start or a call failed: the error, and how the server process ended."""
+        leaf = _leaf(exc)
+        if isinstance(leaf, TimeoutError):
+            text = f"no answer within {self.config.connect_timeout:g} s"
+        else:
+            text = f"{type(leaf).__name__}: {leaf}" if str(leaf) else type(leaf).__name__
+        process = self._process
+        if process is not None:
+            await process.settle(0.5 if process.fault is None else 0.0)
+            ended = process.describe()
+            if ended:
+                text = f"{text}; {ended}"
+        return text
+
     async def _end(self, status: str) -> None:
         runner, stop = self._runner, self._stop
         self._runner = self._stop = None
@@ -190,12 +222,19 @@ class McpConnection:
             stop.set()
         if runner is not None and runner is not asyncio.current_task():
             # wait(), not wait_for(): the runner's own end (even a cancellation) must not
-            # raise here, while a cancellation of this task still does.
-            await asyncio.wait({runner}, timeout=10)
+            # raise here, while a cancellation of this task still does. A runner still
+            # starting (a server that never answers the handshake) never sees `stop`:
+            # it is cancelled, and the transport ends the process on the way out.
+            grace = 3 * self.config.stop_grace + 5
+            await asyncio.wait({runner}, timeout=grace if status == "closed" else 0.5)
+            if not runner.done():
+                runner.cancel()
+                await asyncio.wait({runner}, timeout=grace)
 
     async def aclose(self) -> None:
-        """Close the connection (a stdio server process is ended by the SDK); idempotent."""
+        """Close the connection and end its server process (held calls are cancelled)."""
         self._closed = True
+        self.held.cancel_all()
         await self._end("closed")
 
     def close_soon(self) -> None:
@@ -232,37 +271,79 @@ class McpConnection:
         self.tools = tools
         return tools
 
-    async def call(self, name: str, arguments: dict[str, Any], answer: Any = None) -> ToolOutput:
+    async def call(
+        self, name: str, arguments: dict[str, Any], answer: Any = None, key: str | None = None
+    ) -> ToolOutput:
         """Call ``name``; every failure but cancellation is a model-visible error.
 
-        A server that asks for input (an elicitation in an ``InputRequiredResult``,
-        2026-07-28) suspends the call: ``SuspendCall(UserInput)`` with the form as
-        payload. ``answer`` is the human's reply on the next attempt: the call is
-        made again and the same question is answered with it.
+        A server that asks for input suspends the call: ``SuspendCall(UserInput)``
+        with the server's form as payload, whether it asked with an
+        ``InputRequiredResult`` (2026-07-28: nothing stays open) or with
+        ``elicitation/create`` on an open call (handshake era: the call is held,
+        ``_held``). ``answer`` is the human's reply when the tool runs again under
+        the same ``key`` (``ToolCallContext.idempotency_key``): it goes back on the
+        held call, or the call is made anew and the same question answered with it.
         """
-        server = self.config.id
+        key = key or uuid.uuid4().hex
+        held = self.held.calls.get(key)
+        if held is not None and held.answer is not None and answer is not None:
+            self.held.give(held, answer)
+        elif held is None:
+            try:
+                client = await self._connected()
+            except McpUnavailable as exc:
+                return ToolOutput.error(str(exc))
+            work = self._rounds(client, name, arguments, answer)
+            held = self.held.start(key, name, work, prefilled=answer, owner=client)
         try:
-            client = await self._connected()
-        except McpUnavailable as exc:
-            return ToolOutput.error(str(exc))
-        try:
-            result = await self._rounds(client, name, arguments, answer)
+            result = await self._wait(held)
         except MCPError as exc:
-            if exc.code == types.REQUEST_TIMEOUT:
-                return ToolOutput.error(
-                    f"MCP tool {name!r} on server {server!r} timed out after "
-                    f"{self.config.timeout:g} s (it was asked to stop)"
-                )
-            if exc.code == types.CONNECTION_CLOSED:
-                return await self._crashed(name, exc, client)
-            if exc.code == types.HEADER_MISMATCH:
-                self._changed()  # its tools changed under us: the next run lists again
-            return ToolOutput.error(f"MCP server {server!r} rejected the call to {name!r}: {exc}")
+            if _needs_backchannel(exc) and not self._handshake:
+                # A stock ctx.elicit tool: only the handshake era lets the server ask.
+                log.info("MCP server %r: switching to the handshake era", self.config.id)
+                self._handshake = True
+                await self._end("not started")
+                if self.held.calls.get(key) is held:
+                    del self.held.calls[key]
+                return await self.call(name, arguments, answer, key)
+            return await self._refused(name, exc, held)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
-            return await self._crashed(name, exc, client)
+            return await self._crashed(name, exc, held)
         except ValueError as exc:  # input awaken cannot give (sampling, roots)
             return ToolOutput.error(str(exc))
         return to_output(result)
+
+    async def _wait(self, held: HeldCall) -> types.CallToolResult:
+        """The call's result; raises ``SuspendCall`` while its server waits for an answer.
+
+        ``timeout`` counts the server's time only: not the time a question waits
+        for a human (that is ``elicit_timeout``, on the held call).
+        """
+        loop = asyncio.get_running_loop()
+        remaining = self.config.timeout
+        while True:
+            asked = loop.create_task(held.asked.wait())
+            started = loop.time()
+            try:
+                done, _ = await asyncio.wait(
+                    {held.task, asked}, timeout=remaining, return_when=asyncio.FIRST_COMPLETED
+                )
+            except BaseException:  # cancelled: the request is cancelled on the server too
+                if held.question is None:
+                    held.task.cancel()
+                raise
+            finally:
+                asked.cancel()
+            if held.task in done:
+                if held.task.cancelled():  # by aclose(), not by this caller
+                    raise anyio.ClosedResourceError("the connection was closed")
+                return held.task.result()
+            if held.question is not None:
+                raise suspend_for(self.config.id, held.tool, held_form(held.question))
+            remaining -= loop.time() - started
+            if remaining <= 0:
+                held.task.cancel()  # the SDK sends the cancellation to the server
+                raise MCPError(code=types.REQUEST_TIMEOUT, message="timed out")
 
     async def _rounds(
         self, client: Client, name: str, arguments: dict[str, Any], answer: Any
@@ -273,7 +354,6 @@ class McpConnection:
             result = await client.session.call_tool(
                 name,
                 arguments,
-                read_timeout_seconds=self.config.timeout,
                 input_responses=responses,
                 request_state=state,
                 allow_input_required=True,
@@ -286,11 +366,30 @@ class McpConnection:
                 await asyncio.sleep(0.05)  # state only: the server is still working
         raise MCPError(code=types.INTERNAL_ERROR, message=f"more than {_MAX_ROUNDS} input rounds")
 
-    async def _crashed(self, name: str, exc: BaseException, client: Client) -> ToolOutput:
-        if self._client is client or self._client is None:
-            await self._end(f"crashed: {type(exc).__name__}: {exc}")
+    async def _refused(self, name: str, exc: MCPError, held: HeldCall) -> ToolOutput:
+        server = self.config.id
+        if exc.code == types.REQUEST_TIMEOUT:
+            return ToolOutput.error(
+                f"MCP tool {name!r} on server {server!r} timed out after "
+                f"{self.config.timeout:g} s (it was asked to stop)"
+            )
+        if exc.code == RESULT_TOO_LARGE:
+            return ToolOutput.error(
+                f"MCP tool {name!r} on server {server!r} returned too much: {exc}; the result "
+                f"was dropped (raise the server's `max_result_bytes` to accept it)"
+            )
+        if exc.code == types.CONNECTION_CLOSED:
+            return await self._crashed(name, exc, held)
+        if exc.code == types.HEADER_MISMATCH:
+            self._changed()  # its tools changed under us: the next run lists again
+        return ToolOutput.error(f"MCP server {server!r} rejected the call to {name!r}: {exc}")
+
+    async def _crashed(self, name: str, exc: BaseException, held: HeldCall) -> ToolOutput:
+        cause = await self._failure(exc)
+        if self._client is None or self._client is held.owner:  # not a newer connection
+            await self._end(f"crashed: {cause}")
         return ToolOutput.error(
             f"MCP server {self.config.id!r} failed during the call to {name!r} "
-            f"({type(exc).__name__}: {exc}); the call's outcome is unknown. The server is "
+            f"({cause}); the call's outcome is unknown. The server is "
             f"restarted for the next call"
         )

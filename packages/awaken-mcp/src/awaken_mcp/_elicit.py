@@ -10,9 +10,9 @@ call is made anew and the server's same question is answered at once.
 Declining is ``Deny`` (the model reads that the user declined).
 
 On handshake-era connections the server asks with an ``elicitation/create``
-request while it holds the call open, so the run cannot be parked; that
-request is refused with an error saying so, and the tool reports it.
-Sampling and roots requests are refused the same way (awaken offers neither).
+request while it holds the call open: the call is held (``_held``), the run
+parks with the same kind of ticket, and the answer goes back on the open
+call. Sampling and roots requests are refused (awaken offers neither).
 """
 
 from __future__ import annotations
@@ -23,30 +23,22 @@ import mcp_types as types
 
 from awaken_runtime import ANSWER_TO_TOOL, AwaitReason, SuspendCall
 
-__all__ = ["ask", "refuse_handshake_elicitation"]
+from ._held import elicit_result
+
+__all__ = ["ask", "held_form", "suspend_for"]
 
 
-async def refuse_handshake_elicitation(
-    context: Any, params: types.ElicitRequestParams
-) -> types.ErrorData:
-    """The elicitation callback: a handshake-era request cannot park the run."""
-    return types.ErrorData(
-        code=types.INVALID_REQUEST,
-        message=(
-            "awaken cannot ask its user in the middle of a call on this connection "
-            "(protocol before 2026-07-28); ask for what you need in the tool's arguments"
-        ),
-    )
-
-
-def _form(request: types.ElicitRequest) -> dict[str, Any]:
-    params = request.params
+def _form(params: types.ElicitRequestParams) -> dict[str, Any]:
     out: dict[str, Any] = {"message": params.message, "mode": params.mode}
     if isinstance(params, types.ElicitRequestFormParams):
         out["requested_schema"] = params.requested_schema
     else:
         out["url"] = getattr(params, "url", None)
     return out
+
+
+def _params(request: Any) -> types.ElicitRequestParams | None:
+    return request.params if isinstance(request, types.ElicitRequest) else None
 
 
 def ask(
@@ -66,18 +58,28 @@ def ask(
             f"awaken does not offer"
         )
     if answer is not None and len(requests) == 1:
-        (key,) = requests
-        content = answer if isinstance(answer, dict) else {"value": answer}
-        return {key: types.ElicitResult(action="accept", content=content)}, None
+        ((key, request),) = requests.items()
+        return {key: elicit_result(answer, _params(request))}, None
     if answer is not None and isinstance(answer, dict) and set(answer) == set(requests):
-        return {k: types.ElicitResult(action="accept", content=v) for k, v in answer.items()}, None
-    forms = {k: _form(r) for k, r in requests.items() if isinstance(r, types.ElicitRequest)}
+        return {k: elicit_result(v, _params(requests[k])) for k, v in answer.items()}, None
+    forms = {k: _form(r.params) for k, r in requests.items() if isinstance(r, types.ElicitRequest)}
+    raise suspend_for(server, tool, forms)
+
+
+def suspend_for(server: str, tool: str, forms: dict[str, dict[str, Any]]) -> SuspendCall:
+    """The ``SuspendCall`` that parks a call on the server's questions (keyed forms)."""
     payload: dict[str, Any] = {
         "mcp_server": server,
         "tool": tool,
         ANSWER_TO_TOOL: True,
         "hint": "answer with Respond(<the form's content>)"
-        + (" keyed by request id" if len(forms) > 1 else ""),
+        + (" keyed by request id" if len(forms) > 1 else "")
+        + ', or Respond({"action": "decline"})',
         "requests": forms,
     }
-    raise SuspendCall(AwaitReason.USER_INPUT, payload)
+    return SuspendCall(AwaitReason.USER_INPUT, payload)
+
+
+def held_form(params: types.ElicitRequestParams) -> dict[str, dict[str, Any]]:
+    """The forms of a question asked on an open call (handshake era): one, keyed ``elicitation``."""
+    return {"elicitation": _form(params)}

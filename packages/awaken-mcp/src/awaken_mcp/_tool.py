@@ -43,4 +43,4 @@ class McpTool:
         """Call the tool on the server (with the human's answer, on a resumed elicitation)."""
         decision = ctx.decision
         answer = decision.value if isinstance(decision, Respond) else None
-        return await self.connection.call(self.name, args, answer)
+        return await self.connection.call(self.name, args, answer, ctx.idempotency_key)
