@@ -32,7 +32,7 @@ def awaken_events(responses: list[pb.StreamResponse]) -> list[dict[str, Any]]:
 def child_task_id(task: pb.Task) -> str:
     """The child's task id, from the parent's delegation ticket."""
     (ticket,) = as_json(task)["status"]["message"]["parts"][1]["data"]["awaken.tickets"]
-    assert ticket["await_reason"] == "delegation"
+    assert ticket["awaitReason"] == "delegation"
     return str(ticket["payload"]["child_run_id"])
 
 
@@ -48,11 +48,11 @@ async def test_the_childs_events_stream_into_the_parents_stream(
     )
     assert "sunny in Paris" in streamed_text(responses)
     events = awaken_events(responses)
-    child_start = next(e for e in events if e["type"] == "run_start" and e["agent_id"] == "child")
-    assert child_start["parent_run_id"] == task.id  # linked to the parent's run
-    child_run = child_start["run_id"]
+    child_start = next(e for e in events if e["type"] == "run_start" and e["agentId"] == "child")
+    assert child_start["parentRunId"] == task.id  # linked to the parent's run
+    child_run = child_start["runId"]
     text = "".join(
-        e["delta"] for e in events if e["type"] == "text_delta" and e["run_id"] == child_run
+        e["delta"] for e in events if e["type"] == "text_delta" and e["runId"] == child_run
     )
     assert text == "Let me check.Result: sunny in Paris. All done."
     tools = [e["name"] for e in events if e["type"] == "tool_call_ready"]
@@ -64,7 +64,7 @@ async def test_the_childs_events_stream_into_the_parents_stream(
     async with connect(parent, "parent", PARENT_KEY) as client:
         stored = await client.get_task(pb.GetTaskRequest(id=task.id))
     parent_usage = as_json(stored)["metadata"]["awaken.usage"]["usage"]
-    assert parent_usage["prompt_tokens"] > child_usage["prompt_tokens"] > 0
+    assert parent_usage["promptTokens"] > child_usage["promptTokens"] > 0
 
 
 async def test_an_approval_at_the_child_is_answered_through_the_parent(
@@ -111,7 +111,7 @@ async def test_cancelling_a_running_parent_cancels_the_running_child(
                 and events[0]["type"] == "tool_call_ready"
                 and events[0]["name"] == "wait_a_bit"
             ):
-                remote_id = events[0]["run_id"]  # the child is inside its long call
+                remote_id = events[0]["runId"]  # the child is inside its long call
                 break
         assert remote_id and task_id
         cancelled = await client.cancel_task(pb.CancelTaskRequest(id=task_id))

@@ -52,7 +52,7 @@ async def test_text_streams_as_artifact_chunks_and_the_task_completes(child: Ser
         (artifact,) = stored.artifacts
         assert [p.text for p in artifact.parts] == [streamed_text(responses)]  # one part, stored
         usage = as_json(stored)["metadata"]["awaken.usage"]["usage"]
-        assert usage["prompt_tokens"] > 0
+        assert usage["promptTokens"] > 0
 
 
 async def test_a_permission_ask_is_input_required_and_yes_resumes_it(child: Served) -> None:

@@ -1,7 +1,8 @@
 """A follow-up message to an input-required task, read as the decision for one parked call.
 
-An awaken peer sends a data part ``{"ticket_id": ..., "decision": {"kind": ...}}``
-(the runtime's ``Decision`` JSON). Other A2A clients may send a data part
+An awaken peer sends a data part ``{"ticketId": ..., "decision": {"kind": ...}}``
+(the runtime's ``Decision`` JSON, camelCase like every A2A key; ``ticket_id``
+is read too). Other A2A clients may send a data part
 ``{"approved": true}`` or ``{"answer": ...}``, or just text: ``yes`` / ``no``
 for a permission ask, any text as the answer to a question. An answer that
 does not fit its ticket raises :class:`AnswerError`; the task then stays
@@ -17,6 +18,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from awaken_runtime import Approve, Decision, Deny, Respond, ResumeTicket
 
+from ._camel import from_wire
 from ._wire import data_parts, message_text
 
 __all__ = ["AnswerError", "read_answer"]
@@ -55,7 +57,7 @@ def _pick(pending: list[ResumeTicket], wanted: Any) -> ResumeTicket:
 def _from_data(item: dict[str, Any], ticket: ResumeTicket) -> Decision | None:
     if "decision" in item:
         try:
-            return _DECISION.validate_python(item["decision"])
+            return _DECISION.validate_python(from_wire(Decision, item["decision"]))
         except ValidationError as exc:
             raise AnswerError(
                 f"ticket {ticket.ticket_id!r}: 'decision' is not a decision "
@@ -86,13 +88,17 @@ def _check_kind(ticket: ResumeTicket, decision: Decision) -> Decision:
     return decision
 
 
+def _names_ticket(item: dict[str, Any]) -> bool:
+    return "ticketId" in item or "ticket_id" in item
+
+
 def read_answer(message: pb.Message, pending: list[ResumeTicket]) -> tuple[ResumeTicket, Decision]:
     """The ticket ``message`` answers (its ``ticket_id``, else the first pending) and the
     decision; raises :class:`AnswerError` for an answer that does not fit."""
     if not pending:
         raise AnswerError("the task has no pending question")
     items = [d for d in data_parts(message) if isinstance(d, dict)]
-    wanted = next((d["ticket_id"] for d in items if "ticket_id" in d), None)
+    wanted = next((d.get("ticketId", d.get("ticket_id")) for d in items if _names_ticket(d)), None)
     ticket = _pick(pending, wanted)
     for item in items:
         decision = _from_data(item, ticket)

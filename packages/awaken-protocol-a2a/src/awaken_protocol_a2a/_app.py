@@ -2,7 +2,10 @@
 
 Agent ``ID`` is served at ``/a2a/ID`` (JSON-RPC: ``SendMessage``,
 ``SendStreamingMessage``, ``GetTask``, ``ListTasks``, ``CancelTask``,
-``SubscribeToTask``) with its card at ``/a2a/ID/.well-known/agent-card.json``.
+``SubscribeToTask``) with its card at ``/a2a/ID/.well-known/agent-card.json``
+(also answered by ``GET /a2a/ID``); ``GET /a2a`` lists the agents and their
+cards. Every path answers with or without a trailing slash (a redirect would
+lose a POST's body with clients that do not follow it).
 The SDK's ``DefaultRequestHandler`` does the protocol; tasks live in the
 runtime's store (``AwakenTaskStore``). Auth is awaken-server's bearer-key
 scheme (``KeyRing``: ``--keys FILE`` or ``AWAKEN_SERVER_KEYS``): every
@@ -14,24 +17,23 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import DefaultRequestHandler
-from a2a.server.routes import (
-    DefaultServerCallContextBuilder,
-    create_agent_card_routes,
-    create_jsonrpc_routes,
-)
+from a2a.server.routes import DefaultServerCallContextBuilder, create_jsonrpc_routes
 from a2a.types import a2a_pb2 as pb
 from starlette.applications import Starlette
 from starlette.requests import HTTPConnection, Request
-from starlette.routing import BaseRoute
+from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from awaken_server import KeyRing, Problem, problem_response
 
+from ._cards import CardIndex, CardResource
 from ._executor import AwakenAgentExecutor
+from ._jsonrpc import json_endpoint
 from ._tasks import PROFILE_STATE, AwakenTaskStore
 
 if TYPE_CHECKING:
@@ -81,16 +83,42 @@ class _Profiles(DefaultServerCallContextBuilder):
         return context
 
 
-class _Auth:
-    """The bearer-key check of ``awaken serve`` in front of every non-card path."""
+class _Slashes:
+    """Serves ``/a2a/ID/`` as ``/a2a/ID``: one trailing slash is dropped before routing.
 
-    def __init__(self, app: ASGIApp, keys: KeyRing) -> None:
+    Starlette would answer a 307 redirect instead, which strict clients do not
+    follow for a POST (the A2A TCK's JSON-RPC client fails on it).
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
-        self.keys = keys
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        public = scope["type"] != "http" or str(scope.get("path", "")).endswith(CARD_PATH)
-        if not public and scope.get("method") != "OPTIONS":
+        path = str(scope.get("path", ""))
+        if scope["type"] == "http" and len(path) > 1 and path.endswith("/"):
+            scope = dict(scope)
+            scope["path"] = path[:-1]
+            raw = scope.get("raw_path")
+            if isinstance(raw, bytes) and raw.endswith(b"/"):
+                scope["raw_path"] = raw[:-1]
+        await self.app(scope, receive, send)
+
+
+class _Auth:
+    """The bearer-key check of ``awaken serve`` in front of every path but the cards."""
+
+    def __init__(self, app: ASGIApp, keys: KeyRing, public: frozenset[str]) -> None:
+        self.app = app
+        self.keys = keys
+        self.public = public
+        """Paths whose GET (and HEAD) is open to anyone: the cards and the index."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        method = scope.get("method")
+        public = scope["type"] != "http" or (
+            method in ("GET", "HEAD") and str(scope.get("path", "")) in self.public
+        )
+        if not public and method != "OPTIONS":
             try:
                 principal = self.keys.authenticate(HTTPConnection(scope))
             except Problem as problem:
@@ -108,18 +136,24 @@ def create_a2a_app(
     keys: KeyRing | None = None,
     close_runtime: bool = False,
     idle_release: float | None = 300.0,
+    card_max_age: int = 300,
 ) -> ASGIApp:
     """The A2A server of ``agent_ids`` as an ASGI app reachable at ``base_url``.
 
     ``keys`` defaults to auth off (``KeyRing(None)``: every caller is profile
     ``default``). A task waiting for input longer than ``idle_release`` seconds
-    leaves memory (its follow-up reads it back from the store). Mount the app in
-    another Starlette app or run it with uvicorn.
+    leaves memory (its follow-up reads it back from the store). Clients may
+    cache a card for ``card_max_age`` seconds, then revalidate it (ETag,
+    Last-Modified). Mount the app in another Starlette app or run it with uvicorn.
     """
+    if card_max_age < 0:
+        raise ValueError(f"card_max_age is {card_max_age}; give 0 or more seconds")
     ring = keys if keys is not None else KeyRing(None)
     base = base_url.rstrip("/")
+    built = datetime.now(UTC)
     routes: list[BaseRoute] = []
     handlers: list[DefaultRequestHandler] = []
+    cards: dict[str, CardResource] = {}
     for agent_id in agent_ids:
         path = f"/a2a/{agent_id}"
         card = agent_card(runtime, agent_id, base + path, keys=ring.enabled)
@@ -130,8 +164,19 @@ def create_a2a_app(
             interrupted_task_timeout=idle_release,
         )
         handlers.append(handler)
-        routes += create_agent_card_routes(card, card_url=path + CARD_PATH)
-        routes += create_jsonrpc_routes(handler, rpc_url=path, context_builder=_Profiles())
+        cards[agent_id] = resource = CardResource(card, max_age=card_max_age, modified=built)
+        routes.append(Route(path + CARD_PATH, resource.respond, methods=["GET"]))
+        routes.append(Route(path, resource.respond, methods=["GET"]))
+        for rpc in create_jsonrpc_routes(handler, rpc_url=path, context_builder=_Profiles()):
+            assert isinstance(rpc, Route)
+            routes.append(Route(rpc.path, json_endpoint(rpc.endpoint), methods=["POST"]))
+    index = CardIndex(cards, {a: f"{base}/a2a/{a}{CARD_PATH}" for a in cards})
+    routes.append(Route("/a2a", index.listing, methods=["GET"]))
+    routes.append(Route(CARD_PATH, index.root_card, methods=["GET"]))
+    routes.append(Route("/a2a" + CARD_PATH, index.root_card, methods=["GET"]))
+    public = frozenset(
+        r.path for r in routes if isinstance(r, Route) and "GET" in (r.methods or ())
+    )
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
@@ -143,4 +188,6 @@ def create_a2a_app(
             if close_runtime:
                 await runtime.aclose()
 
-    return _Auth(Starlette(routes=routes, lifespan=lifespan), ring)
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.router.redirect_slashes = False  # _Slashes already serves both spellings
+    return _Slashes(_Auth(app, ring, public))

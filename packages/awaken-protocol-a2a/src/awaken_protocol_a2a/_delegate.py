@@ -28,6 +28,7 @@ from google.protobuf.json_format import ParseDict
 
 from awaken_runtime import AGENT_RUN, ChildOutcome, Decision, DelegationRequest, ResumeTicket
 
+from ._camel import to_wire
 from ._remote import RemoteLeg
 from ._wire import data_part, text_part
 
@@ -118,7 +119,7 @@ class A2ADelegate:
             task_id=ticket.run_id,
             context_id=ticket.thread_id,
         )
-        answer = {"ticket_id": ticket.ticket_id, "decision": decision.model_dump(mode="json")}
+        answer = {"ticketId": ticket.ticket_id, "decision": to_wire(decision)}
         message.parts.extend([data_part(answer), text_part(_words(decision))])
         return await self._exchange(request, message)
 

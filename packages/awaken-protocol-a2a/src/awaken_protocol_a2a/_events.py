@@ -24,9 +24,9 @@ from awaken_runtime import (
     TextDelta,
     ToolCallDone,
     ToolCallReady,
-    event_adapter,
 )
 
+from ._camel import to_wire
 from ._wire import (
     EVENT_KEY,
     RESPONSE_ARTIFACT,
@@ -48,7 +48,7 @@ def status_message(
     """An agent message for a status update; ``tickets`` ride along as a data part."""
     parts = [text_part(text)]
     if tickets:
-        parts.append(data_part({TICKETS_KEY: [t.model_dump(mode="json") for t in tickets]}))
+        parts.append(data_part({TICKETS_KEY: [to_wire(t) for t in tickets]}))
     return pb.Message(
         message_id=uuid.uuid4().hex,
         role=pb.ROLE_AGENT,
@@ -106,22 +106,20 @@ class EventWriter:
     async def event(self, event: AgentEvent) -> None:
         """Write one awaken event; a sub-agent's events (another run id) ride as metadata."""
         if event.run_id != self.task_id:
-            data = event_adapter.dump_python(event, mode="json")
-            await self.status(pb.TASK_STATE_WORKING, metadata={EVENT_KEY: data})
+            await self.status(pb.TASK_STATE_WORKING, metadata={EVENT_KEY: to_wire(event)})
         elif isinstance(event, TextDelta):
             if event.channel == "text" and event.delta:
                 await self.text(event.delta, seq=event.seq)
         elif isinstance(event, (RunStart, ToolCallReady, ToolCallDone)):
-            data = event_adapter.dump_python(event, mode="json")
-            await self.status(pb.TASK_STATE_WORKING, metadata={EVENT_KEY: data})
+            await self.status(pb.TASK_STATE_WORKING, metadata={EVENT_KEY: to_wire(event)})
         elif isinstance(event, RunFinish):
             await self.finish(event)
 
     async def finish(self, event: RunFinish) -> None:
         """The leg's end as the task's final (or input-required) status."""
         usage = {
-            USAGE_KEY: {"usage": event.usage.model_dump(mode="json"), "cost": event.cost},
-            EVENT_KEY: event_adapter.dump_python(event, mode="json"),
+            USAGE_KEY: {"usage": to_wire(event.usage), "cost": event.cost},
+            EVENT_KEY: to_wire(event),
         }
         if event.phase is Phase.WAITING:
             text = "\n".join(question(t) for t in event.tickets) or "The run waits for input."

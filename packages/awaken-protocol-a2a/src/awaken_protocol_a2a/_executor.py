@@ -31,6 +31,7 @@ from awaken_runtime import (
 )
 
 from ._answers import AnswerError, read_answer
+from ._camel import from_wire
 from ._events import EventWriter
 from ._tasks import profile_of, thread_for
 from ._wire import TICKETS_KEY, data_parts, message_text, question
@@ -176,5 +177,7 @@ def _pending(task: pb.Task) -> list[ResumeTicket]:
     """The tickets the task's input-required status message carries."""
     for item in data_parts(task.status.message):
         if isinstance(item, dict) and isinstance(item.get(TICKETS_KEY), list):
-            return [ResumeTicket.model_validate(t) for t in item[TICKETS_KEY]]
+            return [
+                ResumeTicket.model_validate(from_wire(ResumeTicket, t)) for t in item[TICKETS_KEY]
+            ]
     return []

@@ -32,6 +32,7 @@ from awaken_runtime import (
     event_adapter,
 )
 
+from ._camel import from_wire, whole_numbers
 from ._wire import EVENT_KEY, SEQ_KEY, TERMINAL, TICKETS_KEY, USAGE_KEY, data_parts, message_text
 
 __all__ = ["RemoteLeg"]
@@ -44,17 +45,6 @@ _STATUS: dict[int, ChildStatus] = {
     pb.TASK_STATE_CANCELED: "cancelled",
     pb.TASK_STATE_REJECTED: "failed",
 }
-
-
-def _ints(value: Any) -> Any:
-    """JSON from a protobuf ``Struct`` (every number a float) with whole numbers as ints."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {k: _ints(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_ints(v) for v in value]
-    return value
 
 
 class RemoteLeg:
@@ -107,17 +97,18 @@ class RemoteLeg:
             self.task_id, self.context_id = update.task_id, update.context_id
             self.state = update.status.state
             self.status_message = update.status.message
-            meta = _ints(MessageToDict(update.metadata))
+            meta = whole_numbers(MessageToDict(update.metadata))
             self._awaken_event(meta.get(EVENT_KEY))
             used = meta.get(USAGE_KEY)
             if isinstance(used, dict):
-                self.usage = TokenUsage.model_validate(used.get("usage") or {})
+                usage = from_wire(TokenUsage, used.get("usage") or {})
+                self.usage = TokenUsage.model_validate(usage)
                 self.cost = used.get("cost")
         elif item.HasField("artifact_update"):
             chunk = item.artifact_update
             self.task_id, self.context_id = chunk.task_id, chunk.context_id
             self._start()
-            seq = _ints(MessageToDict(chunk.artifact.metadata)).get(SEQ_KEY)
+            seq = whole_numbers(MessageToDict(chunk.artifact.metadata)).get(SEQ_KEY)
             for part in chunk.artifact.parts:
                 if part.HasField("text") and part.text:
                     self.text.append(part.text)
@@ -130,7 +121,7 @@ class RemoteLeg:
     def _awaken_event(self, data: Any) -> None:
         if not isinstance(data, dict):
             return
-        event = event_adapter.validate_python(data)
+        event = event_adapter.validate_python(from_wire(AgentEvent, data))
         if event.run_id != self.task_id:  # the remote's own sub-agents: as they are
             if self.request.on_event is not None:
                 self.request.on_event(event)
@@ -183,7 +174,7 @@ class RemoteLeg:
         for item in data_parts(self.status_message):
             tickets = item.get(TICKETS_KEY) if isinstance(item, dict) else None
             if isinstance(tickets, list) and tickets:
-                remote = ResumeTicket.model_validate(_ints(tickets[0]))
+                remote = ResumeTicket.model_validate(from_wire(ResumeTicket, tickets[0]))
                 return remote.model_copy(update={**where, "signature": None})
         return ResumeTicket(
             ticket_id=f"{self.task_id}:input",
