@@ -3,7 +3,8 @@
 
 - ``demo [PROMPT]``  the offline demo, in hatch's ``demo`` env (awaken-runtime only).
 - ``test [ARGS]``    the whole test suite (``hatch run test``), after the test data
-                     that needs no root: MiniLM weights, the offline wheelhouse, npm ci.
+                     that needs no root: MiniLM weights, the offline wheelhouse, npm ci,
+                     the A2A TCK's own venv.
 - ``hatch ARGS``     any other hatch command (``python3 dev.py hatch run lint``).
 
 Hatch >= 1.16 on PATH is used as it is; otherwise it is installed once into
@@ -18,6 +19,8 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
+import tomllib
 import venv
 from pathlib import Path
 
@@ -44,6 +47,12 @@ JS_CLIENTS = (
     ROOT / "tests" / "protocol_a2a" / "js",
     ROOT / "tests" / "protocol_acp" / "js",
 )
+
+
+# The official A2A TCK (on no registry): a read-only folder beside the checkout (CI: ../shared),
+# or AWAKEN_A2A_TCK. Its venv (pip, pinned by the TCK's own uv.lock) is kept in build/a2a-tck.
+A2A_TCK = Path(os.environ.get("AWAKEN_A2A_TCK") or ROOT.parent / "shared/conformance/a2a-tck")
+A2A_TCK_ENV = ROOT / "build" / "a2a-tck"
 
 
 def _say(text: str) -> None:
@@ -145,6 +154,40 @@ def _npm_clients() -> None:
         )
 
 
+def _a2a_tck() -> None:
+    """The TCK's venv, rebuilt when its pyproject.toml or uv.lock changed."""
+    if not (A2A_TCK / "run_tck.py").is_file():
+        _say(f"no A2A TCK at {A2A_TCK}: tests/protocol_a2a/test_tck.py will skip")
+        return
+    digest = hashlib.sha256()
+    for name in ("pyproject.toml", "uv.lock"):
+        digest.update((A2A_TCK / name).read_bytes())
+    stamp = A2A_TCK_ENV / ".stamp"
+    if stamp.exists() and stamp.read_text() == digest.hexdigest():
+        return
+    _say(f"installing the A2A TCK's dependencies into {A2A_TCK_ENV / 'venv'}")
+    stamp.unlink(missing_ok=True)
+    venv.EnvBuilder(with_pip=True, clear=True).create(A2A_TCK_ENV / "venv")
+    lock = tomllib.loads((A2A_TCK / "uv.lock").read_text(encoding="utf-8"))
+    pins = [
+        f"{p['name']}=={p['version']}"
+        for p in lock.get("package", [])
+        if "registry" in p.get("source", {})
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / "a2a-tck"  # pip builds in the folder: the original is read-only
+        shutil.copytree(A2A_TCK, copy, ignore=shutil.ignore_patterns(".venv", "reports"))
+        constraints = Path(tmp) / "constraints.txt"
+        constraints.write_text("\n".join(pins) + "\n", encoding="utf-8")
+        python = A2A_TCK_ENV / "venv" / "bin" / "python"
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+             str(copy), "-c", str(constraints)],
+            check=True,
+        )  # fmt: skip
+    stamp.write_text(digest.hexdigest())
+
+
 def _run(command: list[str]) -> int:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     try:
@@ -172,6 +215,7 @@ def main(argv: list[str]) -> int:
     _wheelhouse(hatch_cmd)
     os.environ.setdefault("AWAKEN_TEST_WHEELHOUSE", str(WHEELHOUSE))
     _npm_clients()
+    _a2a_tck()
     return _run([*hatch_cmd, "run", "test", *rest])
 
 

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,8 +58,10 @@ def start(
     store: str | None = None,
     port: int | None = None,
     env: dict[str, str] | None = None,
+    extra: Sequence[str] = (),
 ) -> Served:
-    """Start ``awaken a2a serve`` and wait until its first agent card answers."""
+    """Start ``awaken a2a serve`` (``extra``: more of its options) and wait until its first
+    agent card answers."""
     port = port or free_port()
     full_env = {
         **os.environ,
@@ -73,7 +75,7 @@ def start(
     cmd = [
         sys.executable, "-c", "from awaken_runtime.cli._main import main; raise SystemExit(main())",
         "a2a", "serve", "--agents", str(HERE / agents), "--setup", setup,
-        "--store", store, "--port", str(port),
+        "--store", store, "--port", str(port), *extra,
     ]  # fmt: skip
     with log.open("ab") as out:
         process = subprocess.Popen(cmd, env=full_env, stdout=out, stderr=subprocess.STDOUT)

@@ -2,22 +2,10 @@
 // Usage: node a2a_client.mjs CARD_URL KEY. Prints one JSON report on stdout.
 import { randomUUID } from "node:crypto";
 import { TaskState, taskStateToJSON } from "@a2a-js/sdk";
-import {
-  ClientFactory,
-  ClientFactoryOptions,
-  JsonRpcTransportFactory,
-} from "@a2a-js/sdk/client";
+import { keyedFactory } from "./factory.mjs";
 
 const [cardUrl, key] = process.argv.slice(2);
-const authFetch = (input, init = {}) => {
-  const headers = new Headers(init.headers ?? {});
-  headers.set("Authorization", `Bearer ${key}`);
-  return fetch(input, { ...init, headers });
-};
-const options = ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-  transports: [new JsonRpcTransportFactory({ fetchImpl: authFetch })],
-});
-const client = await new ClientFactory(options).createFromUrl(cardUrl, "");
+const client = await keyedFactory(key).createFromUrl(cardUrl, "");
 
 function message(text, task) {
   return {

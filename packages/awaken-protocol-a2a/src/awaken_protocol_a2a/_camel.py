@@ -114,9 +114,9 @@ def _snake(tp: Any, data: Any, depth: int) -> Any:
         names = {to_camel(name): name for name in fields}
         out: dict[str, Any] = {}
         for key, value in data.items():
-            name = names.get(key, key)
-            annotation = fields[name].annotation if name in fields else Any
-            out[name] = _snake(annotation, value, depth + 1)
+            name = names.get(str(key), str(key))  # JSON keys are strings
+            field = fields.get(name)
+            out[name] = _snake(field.annotation if field is not None else Any, value, depth + 1)
         return out
     if isinstance(data, list):
         item = _item_type(tp)

@@ -11,6 +11,7 @@ pending question as the status message (its text, plus the tickets as data).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 
 from a2a.server.events import EventQueue
 from a2a.types import a2a_pb2 as pb
@@ -35,6 +36,7 @@ from ._wire import (
     USAGE_KEY,
     data_part,
     question,
+    status_now,
     struct,
     text_part,
 )
@@ -73,10 +75,10 @@ class EventWriter:
         text: str = "",
         *,
         tickets: list[ResumeTicket] | None = None,
-        metadata: dict[str, object] | None = None,
+        metadata: Mapping[str, object] | None = None,
     ) -> None:
         """A status update, with a message when ``text`` is given."""
-        status = pb.TaskStatus(state=state)  # type: ignore[arg-type]
+        status = status_now(state)
         if text:
             status.message.CopyFrom(status_message(self.task_id, self.context_id, text, tickets))
         update = pb.TaskStatusUpdateEvent(

@@ -34,7 +34,7 @@ from ._answers import AnswerError, read_answer
 from ._camel import from_wire
 from ._events import EventWriter
 from ._tasks import profile_of, thread_for
-from ._wire import TICKETS_KEY, data_parts, message_text, question
+from ._wire import TICKETS_KEY, data_parts, message_text, question, status_now
 
 if TYPE_CHECKING:
     from awaken_runtime import Runtime
@@ -71,7 +71,7 @@ class AwakenAgentExecutor(AgentExecutor):
                 pb.Task(
                     id=task_id,
                     context_id=context_id,
-                    status=pb.TaskStatus(state=pb.TASK_STATE_SUBMITTED),
+                    status=status_now(pb.TASK_STATE_SUBMITTED),
                     history=[message],
                 )
             )

@@ -25,7 +25,7 @@ from a2a.types import a2a_pb2 as pb
 from awaken_runtime import Command, Phase, ResumeRejected, Scope
 from awaken_runtime.stores import ProfileStore, RunStore
 
-from ._wire import INTERRUPTED, TERMINAL, task_from_json, task_to_json, text_part
+from ._wire import INTERRUPTED, TERMINAL, status_now, task_from_json, task_to_json, text_part
 
 if TYPE_CHECKING:
     from awaken_runtime import Runtime
@@ -136,8 +136,7 @@ class AwakenTaskStore(TaskStore):
             record = await self._runs.get_run(task_id)
             if record is not None and record.phase is Phase.ENDED:
                 state, why = _ended_state(record)
-                task.status.Clear()
-                task.status.state = state  # type: ignore[assignment]
+                task.status.CopyFrom(status_now(state, record.updated_at))
                 if why:
                     task.status.message.CopyFrom(
                         pb.Message(

@@ -11,6 +11,7 @@ question of an input-required task is the status message's text.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from a2a.types import a2a_pb2 as pb
@@ -31,6 +32,7 @@ __all__ = [
     "data_parts",
     "message_text",
     "question",
+    "status_now",
     "struct",
     "task_from_json",
     "task_to_json",
@@ -53,6 +55,13 @@ TERMINAL = frozenset(
     }
 )
 INTERRUPTED = frozenset({pb.TASK_STATE_INPUT_REQUIRED, pb.TASK_STATE_AUTH_REQUIRED})
+
+
+def status_now(state: int, at: datetime | None = None) -> pb.TaskStatus:
+    """A task status of ``state``, timestamped ``at`` (default: now; A2A times are UTC)."""
+    status = pb.TaskStatus(state=state)  # type: ignore[arg-type]
+    status.timestamp.FromDatetime((at or datetime.now(UTC)).astimezone(UTC))
+    return status
 
 
 def struct(data: dict[str, Any]) -> Struct:
