@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar
@@ -16,7 +18,13 @@ import numpy as np
 import pytest
 
 from awaken_ext_memory import HashingEmbedder, LiteLLMEmbedder, MemoryConfig, MemoryPlugin
-from awaken_runtime import ProviderAuthError, ProviderUnavailable, RetryPolicy
+from awaken_runtime import (
+    ProviderAuthError,
+    ProviderError,
+    ProviderTimeout,
+    ProviderUnavailable,
+    RetryPolicy,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 pytest.importorskip("litellm", reason="litellm is not installed: pip install litellm")
@@ -150,3 +158,108 @@ def test_auth_errors_are_typed_and_not_retried(server: str) -> None:
     with pytest.raises(ProviderAuthError) as info:
         embedder.embed(["hello"])
     assert len(_Handler.requests) == 1 and info.value.status == 401
+
+
+# -- the total deadline: a silent endpoint never stalls a recall ---------------------------
+
+
+class _Silent:
+    """A TCP server on 127.0.0.1 that accepts, reads, and never answers."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.accepted: list[socket.socket] = []
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:  # closed: the test is over
+                return
+            self.accepted.append(conn)  # held open, never answered
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
+
+    def close(self) -> None:
+        self.sock.close()
+        for conn in self.accepted:
+            conn.close()
+
+
+@pytest.fixture
+def silent() -> Iterator[_Silent]:
+    server = _Silent()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def test_the_default_deadline_is_at_most_30_seconds() -> None:
+    embedder = LiteLLMEmbedder("openai/text-embedding-3-small", api_key="k", dim=16)
+    executor = embedder._executor
+    assert executor.deadline_s is not None and executor.deadline_s <= 30.0
+    assert executor.timeout_s <= executor.deadline_s
+
+
+def test_a_silent_endpoint_gives_up_at_the_deadline_with_a_typed_error(silent: _Silent) -> None:
+    # Each attempt alone could wait 60 s and 5 retries follow: only the deadline ends it.
+    policy = RetryPolicy(max_retries=5, initial_delay_s=0.01, jitter=0.0)
+    embedder = LiteLLMEmbedder(
+        "openai/text-embedding-3-small",
+        api_base=silent.url,
+        api_key="k",
+        dim=16,
+        retry=policy,
+        timeout_s=60.0,
+        deadline_s=0.5,
+    )
+    started = time.monotonic()
+    with pytest.raises(ProviderTimeout) as info:
+        embedder.embed(["hello"])
+    elapsed = time.monotonic() - started
+    assert "deadline of 0.5s" in str(info.value) and "deadline_s" in str(info.value)
+    assert info.value.error_class == "timeout" and info.value.attempts >= 1
+    assert len(silent.accepted) == info.value.attempts  # no attempt after the deadline
+    assert elapsed < 10 * 0.5 + 5  # generous: far below one attempt's 60 s timeout
+
+
+def _failing(server: str, policy: RetryPolicy, deadline_s: float | None = None) -> Any:
+    """An embedder on the local server (answering 503) with ``policy`` and ``deadline_s``."""
+    _Handler.fail_status = 503
+    return LiteLLMEmbedder(
+        "openai/text-embedding-3-small",
+        api_base=server,
+        api_key="k",
+        dim=16,
+        retry=policy,
+        deadline_s=deadline_s,
+    )
+
+
+def test_backoff_that_would_pass_the_deadline_is_not_waited_out(server: str) -> None:
+    _Handler.fail_status = 503
+    # 10 retries 0.3 s apart would take 3 s; the deadline allows about two of them.
+    policy = RetryPolicy(max_retries=10, initial_delay_s=0.3, multiplier=1.0, jitter=0.0)
+    embedder = _failing(server, policy, 0.7)
+    with pytest.raises(ProviderError) as info:
+        embedder.embed(["hello"])
+    # A 503 after a retry or two; on a loaded machine an attempt may be cut by the deadline.
+    assert isinstance(info.value, (ProviderUnavailable, ProviderTimeout))
+    assert "gave up at the call's deadline of 0.7s" in str(info.value)
+    assert 1 <= info.value.attempts < 11
+    assert len(_Handler.requests) == info.value.attempts
+
+
+def test_no_deadline_keeps_the_policys_attempts(server: str) -> None:
+    _Handler.fail_status = 503
+    embedder = _failing(server, RetryPolicy(max_retries=3, initial_delay_s=0.001, jitter=0.0))
+    with pytest.raises(ProviderUnavailable) as info:
+        embedder.embed(["hello"])
+    assert info.value.attempts == 4 and "gave up after 4 attempts" in str(info.value)

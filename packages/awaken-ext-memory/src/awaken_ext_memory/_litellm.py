@@ -39,6 +39,11 @@ class LiteLLMEmbedder:
     ``RetryPolicy`` (``retry``) and timeout (``timeout_s``) apply, the SDK's
     hidden retries are off, litellm's help banner is silenced, and failures
     raise the runtime's typed ``ProviderError`` subclasses.
+
+    ``deadline_s`` (default 30 s) bounds each request in total, over every
+    attempt and backoff wait (``timeout_s``, default 15 s, bounds one attempt):
+    against a silent endpoint ``embed`` raises ``ProviderTimeout`` naming the
+    deadline once it passes, so a memory recall never stalls a run for long.
     """
 
     blocking = True
@@ -51,7 +56,8 @@ class LiteLLMEmbedder:
         dim: int | None = None,
         batch_size: int = 128,
         retry: RetryPolicy | None = None,
-        timeout_s: float = 60.0,
+        timeout_s: float = 15.0,
+        deadline_s: float | None = 30.0,
         **options: Any,
     ) -> None:
         if not model:
@@ -61,7 +67,7 @@ class LiteLLMEmbedder:
         self.batch_size = batch_size
         self._dim = dim
         self._lock = threading.Lock()
-        self._executor = LiteLLMExecutor(retry=retry, timeout_s=timeout_s)
+        self._executor = LiteLLMExecutor(retry=retry, timeout_s=timeout_s, deadline_s=deadline_s)
 
     @property
     def id(self) -> str:

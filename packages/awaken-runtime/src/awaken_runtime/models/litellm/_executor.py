@@ -41,6 +41,8 @@ LITELLM_PROVIDER = "litellm"
 """The provider id ``awaken run`` registers :class:`LiteLLMExecutor` under."""
 
 DEFAULT_TIMEOUT_S = 600.0
+DEFAULT_DEADLINE_S = 600.0
+"""The default of ``LiteLLMExecutor.deadline_s``: retries cannot stretch a call past it."""
 log = logging.getLogger("awaken_runtime.litellm")
 _BACKSTOP_S = 30.0
 
@@ -130,6 +132,14 @@ class LiteLLMExecutor:
     ``timeout_s`` bounds the wait for the response and for each streamed chunk,
     and ``extra`` is passed to ``litellm.acompletion`` as keyword arguments.
 
+    ``deadline_s`` (default 600 s) is the total time one model of a call may
+    take before its first output, over every attempt and every backoff wait:
+    each attempt gets at most the time left, and a retry that could not start
+    before the deadline is not made (the call fails with ``ProviderTimeout``
+    naming the deadline). Output already streaming is bounded per chunk by
+    ``timeout_s`` instead. ``embed`` applies it to the whole call. ``None``:
+    no total bound (each attempt its ``timeout_s``).
+
     ``success_logging="auto"`` (the default) lets litellm run its end-of-stream
     success logging only when something receives it: a callback in
     ``litellm.callbacks`` or ``litellm.success_callback``, a per-request
@@ -147,6 +157,7 @@ class LiteLLMExecutor:
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
         sync_sleep: Callable[[float], Any] = time.sleep,
         success_logging: SuccessLogging = "auto",
+        deadline_s: float | None = DEFAULT_DEADLINE_S,
     ) -> None:
         if success_logging not in ("auto", "always"):
             raise ValueError(
@@ -156,6 +167,12 @@ class LiteLLMExecutor:
         self.success_logging: SuccessLogging = success_logging
         self.retry = retry or RetryPolicy()
         self.timeout_s = timeout_s
+        if deadline_s is not None and not deadline_s > 0:
+            raise ValueError(
+                f"LiteLLMExecutor(deadline_s={deadline_s!r}): give a positive number of "
+                f"seconds, or None for no total bound"
+            )
+        self.deadline_s = deadline_s
         self._sleep = sleep
         self._sync_sleep = sync_sleep
         self._pricing: dict[str, Pricing | None] = {}
@@ -221,6 +238,7 @@ class LiteLLMExecutor:
             timeout_s=self.timeout_s,
             options=options,
             sleep=self._sync_sleep,
+            deadline_s=self.deadline_s,
         )
 
     # -- cost ----------------------------------------------------------------------
@@ -291,12 +309,18 @@ class LiteLLMExecutor:
         if name != spec.model:
             spec = spec.model_copy(update={"model": name})
         policy = self.retry
+        clock = asyncio.get_running_loop().time
+        deadline = None if self.deadline_s is None else clock() + self.deadline_s
         attempt = 0
         while True:
-            emitted = False
+            emitted = noted = False
             wait: float | None = None
+            call = kwargs
+            if deadline is not None and deadline - clock() < timeout:
+                call = {**kwargs, "timeout": max(deadline - clock(), 0.001)}
             try:
-                async with contextlib.aclosing(self._attempt(litellm, kwargs, timeout)) as items:
+                attempt_items = self._attempt(litellm, call, timeout, deadline)
+                async with contextlib.aclosing(attempt_items) as items:
                     async for item in items:
                         emitted = True
                         yield item
@@ -314,8 +338,16 @@ class LiteLLMExecutor:
                         )
                     else:
                         wait = policy.delay(attempt, after)
+                        if deadline is not None and clock() + (wait or 0.0) >= deadline:
+                            wait = None
+                            error.args = (
+                                f"{error.args[0]} (gave up at the call's deadline: "
+                                f"LiteLLMExecutor.deadline_s={self.deadline_s:g}s, "
+                                f"{attempt + 1} attempts)",
+                            )
+                            noted = True  # the note above says why: no second one
                 if wait is None:
-                    if attempt and not policy.too_long(after):
+                    if attempt and not noted and not policy.too_long(after):
                         error.args = (f"{error.args[0]} (gave up after {attempt + 1} attempts)",)
                     if error is exc:
                         raise
@@ -342,25 +374,29 @@ class LiteLLMExecutor:
         return error
 
     async def _attempt(
-        self, litellm: Any, kwargs: dict[str, Any], timeout: float
+        self, litellm: Any, kwargs: dict[str, Any], timeout: float, deadline: float | None
     ) -> AsyncGenerator[StreamDelta | InferenceResponse, None]:
         # litellm bounds the HTTP request itself; this only backs it up (its first call
         # also spends seconds on lazy imports that must not count against the model).
         # litellm schedules its success logging on the read after the usage chunk; when
         # nothing listens, stop before it (the finally below closes the HTTP stream).
+        # Until the first output, the call's deadline (if sooner) bounds every wait.
         stop_at_usage = self.success_logging == "auto" and not success_listened(litellm, kwargs)
-        async with asyncio.timeout(timeout + _BACKSTOP_S):
+        clock = asyncio.get_running_loop().time
+        first_by = deadline
+        async with asyncio.timeout_at(_sooner(clock() + timeout + _BACKSTOP_S, first_by)):
             response = await litellm.acompletion(**call_kwargs(kwargs))
         stream = StreamAssembler()
         iterator = response.__aiter__()
         try:
             while True:
-                async with asyncio.timeout(timeout):
+                async with asyncio.timeout_at(_sooner(clock() + timeout, first_by)):
                     try:
                         chunk = await iterator.__anext__()
                     except StopAsyncIteration:
                         break
                 for delta in stream.feed(chunk):
+                    first_by = None  # output reached the caller: only timeout_s from here
                     yield delta
                 if stop_at_usage and stream.ended:
                     break
@@ -370,3 +406,7 @@ class LiteLLMExecutor:
                 with contextlib.suppress(Exception):  # a finished or broken stream may raise
                     await close()
         yield stream.response()
+
+
+def _sooner(at: float, deadline: float | None) -> float:
+    return at if deadline is None or at < deadline else deadline
