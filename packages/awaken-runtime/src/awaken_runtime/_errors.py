@@ -12,6 +12,7 @@ __all__ = [
     "DuplicateIdError",
     "InvalidId",
     "InvalidInput",
+    "LeaseFenced",
     "PluginDefinitionError",
     "PluginLoadError",
     "ResolutionError",
@@ -122,6 +123,28 @@ class VersionConflict(AwakenError):
         super().__init__(
             f"thread {thread_id!r} is at version {actual}, commit expected {expected}; "
             f"another run committed first: reload the thread and retry"
+        )
+
+
+class LeaseFenced(VersionConflict):
+    """A commit made under a lease the thread no longer holds: nothing was written.
+
+    The holder's lease lapsed and another run took the thread (or it was
+    released). A ``VersionConflict`` as far as the run is concerned: the run
+    that made the commit stops (``LeaseLostFailure``) and the holder that took
+    the thread over carries it on.
+    """
+
+    def __init__(self, thread_id: str, expected: int, holder: str) -> None:
+        self.thread_id = thread_id
+        self.expected = expected
+        self.actual = expected
+        self.holder = holder
+        AwakenError.__init__(
+            self,
+            f"thread {thread_id!r}: the lease of {holder!r} no longer holds the thread (it "
+            f"lapsed and another run took it); the commit was refused and nothing was "
+            f"written - this run must stop",
         )
 
 

@@ -16,6 +16,7 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
         "DuplicateIdError",
         "InvalidId",
         "InvalidInput",
+        "LeaseFenced",
         "MAX_ID_LENGTH",
         "PluginDefinitionError",
         "PluginLoadError",

@@ -33,11 +33,13 @@ from ._helpers import (
     tool_history,
 )
 from ._suite_admin import AdminSuite
+from ._suite_edges import EdgeSuite
 from ._suite_state import StateSuite
 from ._suite_threads import ThreadSuite
 
 __all__ = [
     "AdminSuite",
+    "EdgeSuite",
     "StateSuite",
     "StoreConformance",
     "ThreadSuite",
@@ -54,5 +56,5 @@ __version__ = "0.1.0"
 
 
 @pytest.mark.store_conformance
-class StoreConformance(ThreadSuite, StateSuite, AdminSuite):
+class StoreConformance(ThreadSuite, StateSuite, AdminSuite, EdgeSuite):
     """The whole suite. Subclasses provide the ``store`` fixture (a fresh store)."""

@@ -18,13 +18,14 @@ from collections.abc import Sequence
 
 from awaken_runtime import (
     CommittedBatch,
+    LeaseFenced,
     Message,
     ParkedRun,
     RunRecord,
     ScopeBinding,
     VersionConflict,
 )
-from awaken_runtime.stores import UnmatchedToolResult, decode_stored_row
+from awaken_runtime.stores import Lease, UnmatchedToolResult, decode_stored_row
 
 from ._rules import kept_batches, merged_run, unresolved_calls
 from ._state_sql import Conn, apply_command
@@ -50,6 +51,7 @@ _BATCHES = (
     "INSERT INTO batches (thread_id, seq, body) "
     "SELECT %s, %s + n, b FROM unnest(%b::text[]) WITH ORDINALITY AS x(b, n)"
 )
+_HELD = "SELECT 1 FROM leases WHERE thread_id=%s AND token=%s FOR SHARE"
 _GET_RUN = "SELECT body FROM runs WHERE run_id=%s"
 _KNOWN_CALLS = "SELECT call_id FROM tool_calls WHERE thread_id=%s AND call_id = ANY(%s)"
 _RUN = (
@@ -77,6 +79,7 @@ async def commit_thread(
     batches: Sequence[CommittedBatch],
     run_record: RunRecord | None,
     parked: ParkedRun | None,
+    lease: Lease | None = None,
 ) -> int:
     """Check and write one commit inside the caller's (pipelined) transaction.
 
@@ -100,6 +103,9 @@ async def commit_thread(
     }
     # Round trip 1: the version check (and row lock) with the reads the checks need.
     advanced = await conn.execute(_CREATE if expected_version == 0 else _ADVANCE, args)
+    # The fence, after the thread row (the lock order of every writer): the lease row is
+    # share-locked, so a new holder's acquire waits for this commit, or ran before it.
+    fence = await conn.execute(_HELD, (tid, lease.token)) if lease is not None else None
     known = None
     if earlier_calls:
         known = await conn.execute(_KNOWN_CALLS, (tid, earlier_calls))
@@ -109,6 +115,8 @@ async def commit_thread(
         cur = await conn.execute("SELECT version FROM threads WHERE thread_id=%s", (tid,))
         found = await cur.fetchone()
         raise VersionConflict(tid, expected_version, int(found[0]) if found else 0)
+    if fence is not None and lease is not None and await fence.fetchone() is None:
+        raise LeaseFenced(tid, expected_version, lease.holder)
     n_messages, n_batches = int(row[0]), int(row[1])
     if known is not None:
         have = {r[0] for r in await known.fetchall()}

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from awaken_runtime import CommittedBatch, Message, Phase, RunRecord, Scope
+from awaken_runtime import Command, CommittedBatch, Message, Phase, RunRecord, Scope, Set
 from awaken_runtime.stores import (
     ConfigNotFound,
     ConfigVersion,
@@ -72,10 +72,18 @@ def merged_run(thread_id: str, stored: RunRecord | None, new: RunRecord) -> RunR
 
 
 def kept_batches(batches: Sequence[CommittedBatch]) -> list[CommittedBatch]:
-    """The batches as persisted: run-scope entries dropped, then empty batches dropped."""
+    """The batches as persisted: run-scope entries dropped, then empty batches dropped.
+
+    Raises ``StateValueError`` (naming the key) for a value no store reads back as
+    written (too deep, not JSON, a lone surrogate): the check ``Command.set`` makes.
+    """
     kept: list[CommittedBatch] = []
     for item in batches:
         entries = [(p, c) for p, c in item.entries if c.scope is not Scope.RUN]
+        for _producer, command in entries:
+            action = command.action
+            if isinstance(action, Set):
+                Command.set(command.key, action.value)
         if len(entries) == len(item.entries):
             kept.append(item)
         elif entries:

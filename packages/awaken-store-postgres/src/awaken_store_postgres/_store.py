@@ -19,6 +19,7 @@ from awaken_runtime import (
 )
 from awaken_runtime.stores import (
     DuplicateMessageId,
+    Lease,
     Page,
     StoreIOError,
     ThreadInfo,
@@ -116,8 +117,11 @@ class PostgresStore(PostgresExtras):
         batches: Sequence[CommittedBatch],
         run_record: RunRecord | None = None,
         parked: ParkedRun | None = None,
+        *,
+        lease: Lease | None = None,
     ) -> int:
-        """Append messages, batches, state, run record and tickets in one transaction."""
+        """Append messages, batches, state, run record and tickets in one transaction
+        (given ``lease``, only while that lease still holds the thread: ``LeaseFenced``)."""
         tid = binding.thread_id
         try:
             async with self.db.tx(f"commit thread {tid!r} to", thread_id=tid, pipeline=True) as c:
@@ -130,6 +134,7 @@ class PostgresStore(PostgresExtras):
                     batches,
                     run_record,
                     parked,
+                    lease,
                 )
         except StoreIOError as exc:
             cause = exc.__cause__

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ._phases import PhaseEngine
     from ._run_context import RunContext
 
-__all__ = ["final_answer", "step_metadata"]
+__all__ = ["committed_answer", "final_answer", "step_metadata"]
 
 
 def step_metadata(
@@ -60,3 +60,28 @@ async def final_answer(
     message = steer.message
     ctx.transcript.append(Message.user(message) if isinstance(message, str) else message)
     return None
+
+
+def committed_answer(ctx: RunContext, messages: Sequence[Message]) -> bool:
+    """Whether ``messages`` (a thread a dead leg left ``RUNNING``) end with its final answer.
+
+    A step's answer is checkpointed at its StepEnd, before the run's end record:
+    a leg that died between the two left the answer committed and the run
+    unfinished. Continuing it must end it (``NaturalEnd``, with that answer as
+    ``final_text``), not ask the model again (a second answer). The last message
+    tells: an assistant message without tool calls, not cut off (``length``), with
+    nothing after it (a run-end guard's steer or a continue prompt follows the
+    answer it answers). Agents with a structured output settle their answer in
+    the step, so they are left to the step as before.
+    """
+    if not messages or ctx.output is not None:
+        return False
+    last = messages[-1]
+    if last.role != "assistant" or last.tool_calls:
+        return False
+    reason = last.metadata.get("finish_reason") if last.metadata else None
+    if reason == "length":
+        return False
+    ctx.final_text = last.text or ""
+    ctx.finish_reason = reason if isinstance(reason, str) else None
+    return True

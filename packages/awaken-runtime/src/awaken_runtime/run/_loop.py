@@ -41,7 +41,7 @@ from ..state._engine import MergePolicy, Scope
 from ..stores._thread_store import RunRecord, ThreadSnapshot
 from ..suspension._suspension import ParkedRun, ResumeTicket
 from ..tools._cancel import CancellationToken
-from ._answer import final_answer, step_metadata
+from ._answer import committed_answer, final_answer, step_metadata
 from ._ending import bound_failure, leg_result, run_record
 from ._guards import plugin_stop
 from ._inference import Inference
@@ -326,6 +326,8 @@ class AgentLoop:
         ctx.step, ctx.usage, ctx.cost = record.steps, record.usage, record.cost
         ctx.started_at = record.started_at
         self.start_event("continue")
+        if committed_answer(ctx, snapshot.messages):
+            return await self.finish(NaturalEnd())  # its answer is in: never asked twice
         return await self.drive()
 
     async def park(self) -> RunState:

@@ -116,9 +116,15 @@ class PhaseEngine:
         messages = ctx.transcript.uncommitted()
         if not (messages or ctx.pending or record or parked or force):
             return
-        ctx.version = await ctx.store.commit(
-            ctx.binding, ctx.version, messages, ctx.pending, record, parked
-        )
+        lease = ctx.lease
+        if lease is None:
+            ctx.version = await ctx.store.commit(
+                ctx.binding, ctx.version, messages, ctx.pending, record, parked
+            )
+        else:  # fenced: once another holder took the thread, nothing more is written
+            ctx.version = await ctx.store.commit(
+                ctx.binding, ctx.version, messages, ctx.pending, record, parked, lease=lease.lease
+            )
         ctx.transcript.mark_committed()
         ctx.persisted.extend(messages)
         if ctx.pending:

@@ -21,6 +21,7 @@ from ..suspension._suspension import ThreadBusy
 
 if TYPE_CHECKING:
     from ..lifecycle._run_state import RunState
+    from ..stores._ports import Lease
     from ..tools._cancel import CancellationToken
     from ._runtime import Runtime
     from ._streaming import EventSink
@@ -37,8 +38,11 @@ def stranded(snapshot: ThreadSnapshot) -> bool:
     return latest is not None and latest.phase is not Phase.ENDED
 
 
-async def end_dead_run(store: ThreadStore, binding: ScopeBinding, snapshot: ThreadSnapshot) -> None:
-    """End the ``RUNNING`` record of a run that died mid-step (its whole steps are kept)."""
+async def end_dead_run(
+    store: ThreadStore, binding: ScopeBinding, snapshot: ThreadSnapshot, lease: Lease
+) -> None:
+    """End the ``RUNNING`` record of a run that died mid-step (its whole steps are kept),
+    under ``lease`` (a commit fenced by it: refused once another holder took the thread)."""
     dead = snapshot.latest_run
     assert dead is not None
     cause = abandoned(
@@ -47,7 +51,7 @@ async def end_dead_run(store: ThreadStore, binding: ScopeBinding, snapshot: Thre
     record = dead.model_copy(
         update={"phase": Phase.ENDED, "end_cause": cause, "updated_at": datetime.now(UTC)}
     )
-    await store.commit(binding, snapshot.version, [], [], run_record=record)
+    await store.commit(binding, snapshot.version, [], [], run_record=record, lease=lease)
 
 
 async def recover(
@@ -77,7 +81,7 @@ async def recover(
         )
     if snapshot.parked is None:
         try:
-            await end_dead_run(runtime.store, binding, snapshot)
+            await end_dead_run(runtime.store, binding, snapshot, lease.lease)
         except VersionConflict as exc:
             # Its lease lapsed, but it is alive: it committed since (a paused process).
             dead = snapshot.latest_run.run_id if snapshot.latest_run else "?"

@@ -22,7 +22,8 @@ from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict
 
-from .._errors import StateConflictError
+from .._errors import StateConflictError, StateValueError
+from ._values import unstorable
 
 __all__ = [
     "Command",
@@ -35,11 +36,36 @@ __all__ = [
     "StagedCommand",
     "StateEngine",
     "Store",
+    "check_batches",
+    "check_value",
     "replay",
 ]
 
 Key: TypeAlias = str
 """A state address: a plain string, no registration needed."""
+
+_PLAIN = (bool, int, type(None))
+
+
+def check_value(key: Key, value: Any) -> None:
+    """Raise ``StateValueError`` naming ``key`` unless every store can hold ``value``."""
+    why = unstorable(value)
+    if why is not None:
+        raise StateValueError(
+            f"state key {key!r}: the value {why}; a state value must be JSON that "
+            f"every store reads back as written (see awaken_runtime.state._values) - "
+            f"store a flatter, finite, valid-Unicode value"
+        )
+
+
+def check_batches(batches: Iterable[CommittedBatch]) -> None:
+    """``check_value`` over every write of ``batches`` (a store's last check before it
+    writes anything of a commit)."""
+    for batch in batches:
+        for _producer, command in batch.entries:
+            action = command.action
+            if isinstance(action, Set) and not isinstance(action.value, _PLAIN):
+                check_value(command.key, action.value)
 
 
 class Scope(enum.StrEnum):
@@ -105,7 +131,13 @@ class Command(BaseModel):
         scope: Scope = Scope.THREAD,
         merge: MergePolicy = MergePolicy.DISJOINT,
     ) -> Command:
-        """A command that writes ``value`` to ``(scope, key)``."""
+        """A command that writes ``value`` to ``(scope, key)``.
+
+        Raises ``StateValueError`` (naming the key) for a value no store could
+        read back as written: too deep, not JSON, a lone surrogate (``_values``).
+        """
+        if not isinstance(value, _PLAIN):
+            check_value(key, value)
         return cls(key=key, scope=scope, merge=merge, action=Set(value=value))
 
     @classmethod

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -22,6 +22,9 @@ from ..models._model import TokenUsage
 from ..plugins._actions import ScheduledAction
 from ..state._engine import CommittedBatch, Scope, StoreKey
 from ..suspension._suspension import ParkedRun
+
+if TYPE_CHECKING:
+    from ._ports import Lease
 
 __all__ = [
     "CommittedThreadView",
@@ -110,12 +113,19 @@ class Coordinator(Protocol):
         batches: Sequence[CommittedBatch],
         run_record: RunRecord | None = None,
         parked: ParkedRun | None = None,
+        *,
+        lease: Lease | None = None,
     ) -> int:
         """Append atomically and return the new version.
 
         Raises ``VersionConflict`` if the thread is no longer at
         ``expected_version``; then nothing is written. ``parked`` replaces the
         thread's parked-run record with its tickets (``None`` clears it).
+        ``lease`` fences the commit (stores with leases; the runtime passes the
+        run's lease to no other kind): unless that lease still holds the thread,
+        checked in the same transaction, the commit raises ``LeaseFenced`` (a
+        ``VersionConflict``) and writes nothing, so a holder that lost its lease
+        writes nothing more.
         """
         ...
 

@@ -40,7 +40,7 @@ from .._rules import config_dict, find_config, page
 from .._thread_store import RunRecord, ScopeBinding, ThreadSnapshot
 from ..memory._core import Core
 from ._commit import commit_lines
-from ._io import FileIO
+from ._io import FileIO, FsyncRound
 from ._leases import LeaseLog
 from ._mirror import FileMirror, read_event_log
 from ._retention import prune_files
@@ -91,11 +91,16 @@ class FileStore:
         batches: Sequence[CommittedBatch],
         run_record: RunRecord | None = None,
         parked: ParkedRun | None = None,
+        *,
+        lease: Lease | None = None,
     ) -> int:
-        """Append one fsynced line (two with profile/shared writes or a new run)."""
-        return await self._io.commit(
-            f"commit thread {binding.thread_id!r}",
-            lambda round_: commit_lines(
+        """Append one fsynced line (two with profile/shared writes or a new run); given
+        ``lease``, only while that lease still holds the thread (checked under the lock)."""
+
+        def fenced(round_: FsyncRound) -> tuple[int, str | None]:
+            if lease is not None:
+                self._leases.sync().fence(lease, binding.thread_id, expected_version)
+            return commit_lines(
                 self._files,
                 round_,
                 binding,
@@ -104,8 +109,9 @@ class FileStore:
                 batches,
                 run_record,
                 parked,
-            ),
-        )
+            )
+
+        return await self._io.commit(f"commit thread {binding.thread_id!r}", fenced)
 
     def compact(self, thread_id: str) -> None:
         """Rewrite a thread's file as one snapshot line (atomic rename); a no-op if absent."""

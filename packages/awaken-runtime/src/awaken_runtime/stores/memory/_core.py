@@ -14,11 +14,18 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..._errors import VersionConflict
+from ..._errors import LeaseFenced, VersionConflict
 from ...lifecycle._failures import Phase
 from ...messages._message import Message
 from ...messages._stored import StoredMessages
-from ...state._engine import Command, CommittedBatch, Scope, StoreKey, apply_command
+from ...state._engine import (
+    Command,
+    CommittedBatch,
+    Scope,
+    StoreKey,
+    apply_command,
+    check_batches,
+)
 from ...suspension._suspension import ParkedRun, ThreadBusy
 from .._errors import LeaseLost
 from .._ports import Lease
@@ -158,7 +165,9 @@ class Core:
         tid = binding.thread_id
         (self.threads.get(tid) or ThreadData(tid)).check(expected_version, messages)
         merged = merge_run(tid, self.runs.get(record.run_id), record) if record else None
-        return Prepared(persistent(batches) if batches else [], merged)
+        kept = persistent(batches) if batches else []
+        check_batches(kept)  # what could not be read back is refused, nothing written
+        return Prepared(kept, merged)
 
     def commit_messages(
         self, binding: ScopeBinding, expected_version: int, messages: Sequence[Message], at: float
@@ -282,6 +291,14 @@ class Core:
         renewed = lease.model_copy(update={"expires_at": time.time() + ttl})
         self.leases[lease.thread_id] = renewed
         return renewed
+
+    def fence(self, lease: Lease | None, thread_id: str, expected_version: int) -> None:
+        """Raise ``LeaseFenced`` unless ``lease`` (if given) still holds ``thread_id``."""
+        if lease is None:
+            return
+        current = self.leases.get(thread_id)
+        if current is None or current.token != lease.token:
+            raise LeaseFenced(thread_id, expected_version, lease.holder)
 
     def release(self, lease: Lease) -> None:
         """Drop ``lease`` if it is still the current one."""

@@ -72,8 +72,13 @@ class InMemoryStore:
         batches: Sequence[CommittedBatch],
         run_record: RunRecord | None = None,
         parked: ParkedRun | None = None,
+        *,
+        lease: Lease | None = None,
     ) -> int:
-        """Append messages and batches if the thread is still at ``expected_version``."""
+        """Append messages and batches if the thread is still at ``expected_version``
+        (and, given ``lease``, while that lease still holds the thread)."""
+        if lease is not None:
+            self.core.fence(lease, binding.thread_id, expected_version)
         if not batches and run_record is None and parked is None:
             version = self.core.commit_messages(binding, expected_version, messages, time.time())
             if version is not None:

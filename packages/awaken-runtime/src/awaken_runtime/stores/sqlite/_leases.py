@@ -13,7 +13,7 @@ import time
 from ...suspension._suspension import ThreadBusy
 from .._ports import Lease
 
-__all__ = ["acquire_lease", "release_lease", "renew_lease"]
+__all__ = ["acquire_lease", "held", "release_lease", "renew_lease"]
 
 
 def acquire_lease(cur: sqlite3.Cursor, thread_id: str, holder: str, ttl: float) -> Lease:
@@ -44,6 +44,14 @@ def renew_lease(cur: sqlite3.Cursor, renewed: Lease) -> bool:
         (renewed.expires_at, renewed.thread_id, renewed.token),
     ).rowcount
     return bool(changed)
+
+
+def held(cur: sqlite3.Cursor, lease: Lease) -> bool:
+    """Whether ``lease`` still holds its thread (read in the caller's transaction)."""
+    row = cur.execute(
+        "SELECT 1 FROM leases WHERE thread_id=? AND token=?", (lease.thread_id, lease.token)
+    ).fetchone()
+    return row is not None
 
 
 def release_lease(cur: sqlite3.Cursor, lease: Lease) -> None:

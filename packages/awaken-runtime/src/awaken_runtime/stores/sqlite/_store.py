@@ -21,9 +21,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..._errors import VersionConflict
+from ..._errors import LeaseFenced, VersionConflict
 from ...messages._message import Message
-from ...state._engine import Command, CommittedBatch, Scope, StoreKey
+from ...state._engine import Command, CommittedBatch, Scope, StoreKey, check_batches
 from ...suspension._suspension import ParkedRun
 from .._errors import LeaseLost, StoreIOError
 from .._ports import Lease, cutoff
@@ -82,12 +82,18 @@ class SQLiteStore:
         batches: Sequence[CommittedBatch],
         run_record: RunRecord | None = None,
         parked: ParkedRun | None = None,
+        *,
+        lease: Lease | None = None,
     ) -> int:
-        """Append messages, batches, state, run record and tickets in one transaction."""
+        """Append messages, batches, state, run record and tickets in one transaction
+        (given ``lease``, only while that lease still holds the thread)."""
         tid = binding.thread_id
         kept = persistent(batches)
+        check_batches(kept)  # what could not be read back is refused, nothing written
 
         def op(cur: sqlite3.Cursor) -> int:
+            if lease is not None and not leases.held(cur, lease):
+                raise LeaseFenced(tid, expected_version, lease.holder)
             row = cur.execute(
                 "SELECT version, n_messages, n_batches, latest_run FROM threads WHERE thread_id=?",
                 (tid,),
