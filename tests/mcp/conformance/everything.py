@@ -8,8 +8,10 @@ the same ``ToolOutput`` -> MCP mapping every awaken tool uses: text, then
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import io
+import logging
 import struct
 import wave
 import zlib
@@ -49,6 +51,7 @@ def _wav() -> str:
 
 
 PNG, WAV = _png(), _wav()
+log = logging.getLogger("everything")
 
 
 def _image() -> ContentPart:
@@ -99,6 +102,15 @@ def test_multiple_content_types() -> ToolOutput:
 
 
 @tool
+async def test_tool_with_logging() -> str:
+    """Log three records while running (served with --logging, they reach the client)."""
+    for step in ("starting", "halfway", "done"):
+        log.info("test_tool_with_logging: %s", step)
+        await asyncio.sleep(0.05)
+    return "logged three records"
+
+
+@tool
 def test_error_handling() -> str:
     """Always fail."""
     raise RuntimeError("This tool intentionally returns an error for testing")
@@ -136,6 +148,7 @@ TOOLS: list[Any] = [
     test_embedded_resource,
     test_multiple_content_types,
     test_error_handling,
+    test_tool_with_logging,
     SchemaTool(),
 ]
 

@@ -38,6 +38,11 @@ def add_mcp_command(sub: Any) -> None:
         help="also serve tools whose agents have no tool gate (no policy), with no gate at all",
     )
     serve.add_argument(
+        "--logging",
+        action="store_true",
+        help="offer MCP logging: each call's log records go to the client at its level",
+    )
+    serve.add_argument(
         "--sessions",
         action="store_true",
         help="session-ful HTTP (one worker): handshake-era clients can then be asked "
@@ -119,12 +124,15 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             agent_ids,
             agents_as_tools=args.agents_as_tools,
             tools_ungated=args.tools_ungated,
+            forward_logs=args.logging,
             secret=_secret(),
         )
     except ValueError as exc:
         sys.stderr.write(f"awaken mcp serve: {exc}\n")
         return 2
     _announce(offer)
+    if args.logging:
+        _log_everything()
     if not args.http:
         # stdout is the protocol channel: everything else goes to stderr.
         sys.stderr.write(f"awaken mcp serve: stdio; agents: {', '.join(agent_ids)}\n")
@@ -147,6 +155,18 @@ def _secret() -> bytes | None:
     # another worker is refused; one process picks its own.
     value = os.environ.get(SECRET_ENV, "")
     return value.encode() if value else None
+
+
+def _log_everything() -> None:
+    # Loggers drop records below their level before any handler sees them: let every
+    # record through to the MCP handler, and keep stderr at warnings (what it showed).
+    import logging
+
+    root = logging.getLogger()
+    stderr = logging.StreamHandler(sys.stderr)
+    stderr.setLevel(logging.WARNING)
+    root.addHandler(stderr)
+    root.setLevel(logging.DEBUG)
 
 
 def _announce(offer: Any) -> None:

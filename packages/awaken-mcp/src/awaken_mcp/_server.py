@@ -18,18 +18,21 @@ from __future__ import annotations
 
 import logging
 import secrets
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import mcp_types as types
 from mcp.server import Server
+from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from awaken_runtime import Runtime, Tool
 
 from ._calls import Caller, Calls, Target
 from ._direct import install
+from ._logging import LogForwarding
 from ._owners import McpOwners
 
 __all__ = [
@@ -148,6 +151,7 @@ def build_server(
     *,
     agents_as_tools: bool = False,
     tools_ungated: bool = False,
+    forward_logs: bool = False,
     secret: bytes | None = None,
     name: str = "awaken",
 ) -> Server[Any]:
@@ -156,6 +160,8 @@ def build_server(
 
     ``secret`` signs the ``request_state`` of 2026-07-28 retries; give every worker
     serving one endpoint the same one (default: random, good for one process).
+    ``forward_logs`` offers the ``logging`` capability: each call's log records go
+    to the client at its level (``_logging``).
     """
     offer = plan_offer(
         runtime, agent_ids, agents_as_tools=agents_as_tools, tools_ungated=tools_ungated
@@ -187,16 +193,28 @@ def build_server(
     ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=listing)
 
-    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> Any:
-        return await calls.call(caller_of(ctx), params)
+    logs = LogForwarding() if forward_logs else None
 
-    return Server(
-        name,
-        version="0.1.0",
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-        get_tool_input_schema=schemas.get,
-    )
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> Any:
+        if logs is None:
+            return await calls.call(caller_of(ctx), params)
+        async with logs.forwarding(ctx):
+            return await calls.call(caller_of(ctx), params)
+
+    handlers: dict[str, Any] = {}
+    if logs is not None:  # each capability is advertised only when it is on
+        handlers["on_set_logging_level"] = logs.set_level
+    with warnings.catch_warnings():
+        # logging is deprecated from 2026-07-28 on; handshake-era clients still use it.
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        return Server(
+            name,
+            version="0.1.0",
+            on_list_tools=list_tools,
+            on_call_tool=call_tool,
+            get_tool_input_schema=schemas.get,
+            **handlers,
+        )
 
 
 def _listed(name: str, descriptor: Any) -> types.Tool:
