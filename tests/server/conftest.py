@@ -19,3 +19,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     served = start_server(tmp_path_factory.mktemp("server"))
     yield served
     stop_server(served)
+
+
+@pytest.fixture(scope="session")
+def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """A server of its own for fuzzing: fuzzed publishes must not change the other tests'
+    agents."""
+    served = start_server(tmp_path_factory.mktemp("fuzzed"))
+    yield served
+    stop_server(served)

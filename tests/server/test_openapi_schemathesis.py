@@ -7,27 +7,16 @@ response schemas, and that nothing answers 5xx.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import httpx
-import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis import Case
 from schemathesis.checks import positive_data_acceptance
-from srv_util import ALICE, Served, start_server, stop_server
+from srv_util import ALICE, Served
 
 from awaken_server._openapi import openapi_document
 
 schema = schemathesis.openapi.from_dict(openapi_document("http://127.0.0.1"))
-
-
-@pytest.fixture(scope="module")
-def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    """A server of its own: fuzzed publishes must not change the other tests' agents."""
-    served = start_server(tmp_path_factory.mktemp("fuzzed"))
-    yield served
-    stop_server(served)
 
 
 def test_served_document_is_the_fuzzed_one(server: Served) -> None:

@@ -47,10 +47,71 @@ async def read_json(request: Request) -> Any:
             raise _too_large(limit)  # chunked bodies are counted as they arrive
         chunks.append(chunk)
     try:
-        return json.loads(b"".join(chunks) or b"null")
+        data = json.loads(b"".join(chunks) or b"null", parse_constant=_no_constant)
+    except RecursionError:
+        raise _too_deep() from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise Problem(
             400, "malformed-json", f"the body is not JSON: {exc}", field="body", fix="send JSON"
+        ) from None
+    check_json(data)
+    return data
+
+
+MAX_DEPTH = 64
+"""Deepest nesting of arrays and objects a body may have (deeper is refused, 422)."""
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON (RFC 8259 has no NaN or Infinity)")
+
+
+def _too_deep() -> Problem:
+    return Problem(
+        422,
+        "body-too-deep",
+        f"the body nests arrays and objects more than {MAX_DEPTH} levels deep",
+        field="body",
+        fix=f"flatten the value to at most {MAX_DEPTH} levels",
+    )
+
+
+def _pointer(path: list[str | int]) -> str:
+    # A key may hold the surrogate itself: the answer shows it escaped (\\ud83d).
+    text = "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
+    return "body" + text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def check_json(data: Any) -> None:
+    """Refuse nesting over :data:`MAX_DEPTH` and lone surrogates (in keys or strings): no
+    store keeps them, and each would fail later, deep inside a run (422 naming the place)."""
+    stack: list[tuple[Any, list[str | int]]] = [(data, [])]
+    while stack:
+        value, path = stack.pop()
+        if len(path) > MAX_DEPTH:
+            raise _too_deep()
+        if isinstance(value, str):
+            _check_text(value, path)
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                _check_text(key, [*path, key])
+                stack.append((item, [*path, key]))
+        elif isinstance(value, list):
+            stack.extend((item, [*path, i]) for i, item in enumerate(value))
+
+
+def _check_text(text: str, path: list[str | int]) -> None:
+    if text.isascii():
+        return
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise Problem(
+            422,
+            "invalid-text",
+            f"{_pointer(path)} holds a lone surrogate at index {exc.start} (not valid Unicode)",
+            field=_pointer(path),
+            fix="send valid Unicode: pair the surrogate or replace it (U+FFFD)",
         ) from None
 
 

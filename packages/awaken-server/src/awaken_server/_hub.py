@@ -19,6 +19,8 @@ from awaken_runtime import (
     AgentEvent,
     CancellationToken,
     Decision,
+    InvalidId,
+    InvalidInput,
     ResumeRejected,
     ResumeTicket,
     RunFinish,
@@ -171,6 +173,11 @@ class RunHub:
             del self._live[run.run_id]
             if isinstance(run.error, ThreadBusy):
                 raise _busy(run.error)
+            if isinstance(run.error, (InvalidInput, InvalidId)):
+                # Refused before anything was stored: the request's fault, named.
+                raise Problem(
+                    422, "invalid-input", str(run.error), field="body", fix="fix the run's input"
+                )
             if isinstance(run.error, ResumeRejected):
                 raise Problem(
                     409, "resume-rejected", str(run.error), fix="read the run's pending tickets"
