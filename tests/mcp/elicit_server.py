@@ -57,7 +57,9 @@ def quick(text: str) -> str:
 @server.tool()
 async def nap(seconds: float) -> str:
     """Sleep, then answer."""
+    mark(f"nap started pid={os.getpid()}")
     await asyncio.sleep(seconds)
+    mark("nap ended")
     return f"napped {seconds}"
 
 

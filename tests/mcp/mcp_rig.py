@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import socket
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -43,6 +45,17 @@ def time_server() -> McpServerConfig:
     )
 
 
+def wait_listening(port: int, what: str, timeout: float = 30.0) -> None:
+    """Block until something accepts connections on 127.0.0.1:``port``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        assert time.monotonic() < deadline, f"{what} did not start listening on {port}"
+        time.sleep(0.1)
+
+
 def build(
     turns: Sequence[Any],
     servers: Sequence[McpServerConfig] = (),
@@ -60,4 +73,4 @@ def build(
     )
 
 
-__all__ = ["TOY", "ScriptedTurn", "build", "time_server", "toy_server"]
+__all__ = ["TOY", "ScriptedTurn", "build", "time_server", "toy_server", "wait_listening"]

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_rig import TOY, ScriptedTurn, build, time_server, toy_server
+from mcp_rig import TOY, ScriptedTurn, build, time_server, toy_server, wait_listening
 
 from awaken_mcp import McpPlugin, McpServerConfig, McpUnavailable
 from awaken_runtime import (
@@ -277,13 +277,7 @@ async def test_an_http_server_with_headers(closing: list[Runtime], marks: Path) 
     )
     try:
         url = f"http://127.0.0.1:{port}/mcp"
-        deadline = time.monotonic() + 20
-        while True:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            assert time.monotonic() < deadline, "toy HTTP server did not start"
-            await asyncio.sleep(0.1)
+        wait_listening(port, "the toy HTTP server")
         good = McpServerConfig(
             id="web", transport="http", url=url, headers={"X-Toy-Key": key}, allow=["echo"]
         )

@@ -62,6 +62,11 @@ def _leaf(exc: BaseException) -> BaseException:
     return exc
 
 
+async def _cancel_when(event: anyio.Event, scope: anyio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
+
+
 def _needs_backchannel(exc: MCPError) -> bool:
     """The server's tool asked (``ctx.elicit``) on a 2026-07-28 connection, which has no way to."""
     return exc.code == types.INVALID_REQUEST and "no back-channel" in str(exc)
@@ -130,6 +135,10 @@ class McpConnection:
                 if not ready.done():
                     ready.set_result(client)
                 tg.start_soon(self._listen, client)
+                if self._process is not None:
+                    # A server that dies between calls ends the connection now, not
+                    # at the next call (which would be lost on the dead client).
+                    tg.start_soon(_cancel_when, self._process.ended, tg.cancel_scope)
                 await stop.wait()
                 tg.cancel_scope.cancel()
         except BaseException as exc:  # the runner must record every end, then stop quietly

@@ -95,6 +95,8 @@ class Backchannel:
     def _done(self, held: HeldCall) -> None:
         if self.calls.get(held.key) is held:
             del self.calls[held.key]
+        if not held.task.cancelled():
+            held.task.exception()  # retrieved: a call parked when it failed has no waiter
 
     def give(self, held: HeldCall, value: Any) -> None:
         """Send the human's answer back on the open call."""

@@ -73,6 +73,8 @@ class ServerProcess:
         """Set when awaken ended the connection itself (output that is not JSON-RPC)."""
         self._process: Process | None = None
         self._stderr = bytearray()
+        self.ended = anyio.Event()
+        """Set when stdout ends (the server exited or closed it) or awaken ended the stream."""
 
     # -- reporting ----------------------------------------------------------------
 
@@ -173,6 +175,7 @@ class ServerProcess:
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
             return
         finally:
+            self.ended.set()
             await _drain(process.stdout)
 
     async def _deliver(
