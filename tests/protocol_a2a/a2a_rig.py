@@ -60,8 +60,8 @@ def start(
     env: dict[str, str] | None = None,
     extra: Sequence[str] = (),
 ) -> Served:
-    """Start ``awaken a2a serve`` (``extra``: more of its options) and wait until its first
-    agent card answers."""
+    """Start ``awaken a2a serve`` (``extra``: more of its options) and wait until its index
+    of agent cards answers."""
     port = port or free_port()
     full_env = {
         **os.environ,
@@ -81,14 +81,12 @@ def start(
         process = subprocess.Popen(cmd, env=full_env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     served = Served(url, process, log, store, cmd, full_env)
-    agent = Path(agents).stem if agents.endswith(".toml") else None
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"awaken a2a serve exited: {log.read_text()}")
         try:
-            probe = f"{url}/a2a/{agent or 'child'}/.well-known/agent-card.json"
-            if httpx.get(probe, timeout=1).status_code == 200:
+            if httpx.get(f"{url}/a2a", timeout=1).status_code == 200:  # the index of cards
                 return served
         except httpx.HTTPError:
             pass

@@ -12,7 +12,8 @@ The outcome is compared with ``tck_expected.toml``: every failing test must be
 listed there with its reason, a listed test that no longer fails is an error
 too (the file stays exact), and every skip must give one of the listed skip
 reasons (a transport or capability awaken does not offer, or a fixture of the
-TCK's own test server).
+TCK's own test server). The suite runs once per agent of ``agents_tck/``, and
+a test skipped for a fixture against one agent must pass against another.
 """
 
 from __future__ import annotations
@@ -136,9 +137,31 @@ def verdict(outcome: Outcome, expected: Expected) -> list[str]:
     return problems
 
 
+def uncovered(runs: dict[str, Outcome], expected: Expected) -> list[str]:
+    """Tests a run skipped for a ``fixture:`` reason that no other run passed.
+
+    The TCK runs once per agent (one whose tasks complete, one whose tasks wait
+    for input), so what one agent cannot set up, the other must have passed.
+    """
+    fixtures = [r for r, why in expected.skips.items() if why.startswith("fixture:")]
+    problems = []
+    for name, outcome in runs.items():
+        for test in sorted(outcome.ids("skipped")):
+            if not any(outcome.message[test].startswith(r) for r in fixtures):
+                continue
+            others = [o.status.get(test) for n, o in runs.items() if n != name]
+            if "passed" not in others:
+                problems.append(
+                    f"{test} skipped against {name} ({outcome.message[test]!r}) "
+                    f"and passed against no other agent"
+                )
+    return problems
+
+
 def run_tck(python: Path, sut: str, workdir: Path) -> tuple[Outcome, str]:
     """Run ``run_tck.py --level must`` on a copy of the suite; its outcome and output."""
     copy = workdir / "a2a-tck"
+    workdir.mkdir(parents=True, exist_ok=True)
     shutil.copytree(TCK, copy, ignore=shutil.ignore_patterns(".venv", "reports", "__pycache__"))
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     done = subprocess.run(
@@ -156,5 +179,6 @@ def run_tck(python: Path, sut: str, workdir: Path) -> tuple[Outcome, str]:
         pytest.fail(f"the TCK wrote no JUnit report (exit {done.returncode}):\n{output[-4000:]}")
     artifacts = os.environ.get("AWAKEN_TEST_ARTIFACTS")
     if artifacts:
-        shutil.copytree(copy / "reports", Path(artifacts) / "a2a-tck", dirs_exist_ok=True)
+        target = Path(artifacts) / "a2a-tck" / workdir.name
+        shutil.copytree(copy / "reports", target, dirs_exist_ok=True)
     return read_junit(report), output
