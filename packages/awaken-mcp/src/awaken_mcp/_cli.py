@@ -7,7 +7,13 @@ import asyncio
 import json
 import os
 import sys
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mcp.server import Server
+
+    from awaken_runtime import Runtime
 
 __all__ = ["SECRET_ENV", "add_mcp_command"]
 
@@ -186,7 +192,9 @@ def _announce(offer: Any) -> None:
         )
 
 
-async def _stdio(serve: Any, server: Any, runtime: Any) -> None:
+async def _stdio(
+    serve: Callable[[Server[Any]], Awaitable[None]], server: Server[Any], runtime: Runtime
+) -> None:
     try:
         await serve(server)
     finally:

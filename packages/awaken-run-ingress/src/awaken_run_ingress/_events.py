@@ -13,25 +13,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
 
 from awaken_runtime import AgentEvent, RunFinish, StepEnd
-from awaken_runtime.stores import StreamEvent
+from awaken_runtime.stores import StreamCheckpointStore, StreamEvent, ThreadStore
 
 __all__ = ["RunEvents", "last_logged"]
 
 log = logging.getLogger("awaken_run_ingress")
 
 
-def _has_log(store: Any) -> bool:
-    return callable(getattr(store, "append_events", None)) and callable(
-        getattr(store, "read_events", None)
-    )
-
-
-async def last_logged(store: Any, run_id: str) -> list[StreamEvent]:
-    """The last logged page of ``run_id``'s events (empty without a log)."""
-    if not _has_log(store):
+async def last_logged(store: ThreadStore, run_id: str) -> list[StreamEvent]:
+    """The last logged page of ``run_id``'s events (empty without a ``StreamCheckpointStore``)."""
+    if not isinstance(store, StreamCheckpointStore):
         return []
     after, last = 0, list[StreamEvent]()
     while True:
@@ -44,8 +37,8 @@ async def last_logged(store: Any, run_id: str) -> list[StreamEvent]:
 class RunEvents:
     """The ``on_event`` sink of one job: buffers, renumbers and appends its events."""
 
-    def __init__(self, store: Any, root_run_id: str, base: int = 0) -> None:
-        self._store: Any = store if _has_log(store) else None
+    def __init__(self, store: ThreadStore, root_run_id: str, base: int = 0) -> None:
+        self._store = store if isinstance(store, StreamCheckpointStore) else None
         self._root, self._base = root_run_id, base
         self._pending: dict[str, list[StreamEvent]] = {}
         self._writes: asyncio.Task[None] | None = None
@@ -53,7 +46,7 @@ class RunEvents:
         """The root run's last ``RunFinish`` seen (what a wake-up is queued from)."""
 
     @classmethod
-    async def continuing(cls, store: Any, run_id: str) -> RunEvents:
+    async def continuing(cls, store: ThreadStore, run_id: str) -> RunEvents:
         """The sink of a run continued after a crash: numbering after its last logged event."""
         page = await last_logged(store, run_id)
         return cls(store, run_id, page[-1].seq if page else 0)
@@ -64,21 +57,28 @@ class RunEvents:
                 event = event.model_copy(update={"seq": event.seq + self._base})
             if isinstance(event, RunFinish):
                 self.finish = event
-        if self._store is None:
+        store = self._store
+        if store is None:
             return
         data = event.model_dump(mode="json")
         self._pending.setdefault(event.run_id, []).append(StreamEvent(seq=event.seq, data=data))
         if isinstance(event, (StepEnd, RunFinish)):
             batch = self._pending.pop(event.run_id)
-            self._writes = asyncio.ensure_future(self._append(self._writes, event.run_id, batch))
+            self._writes = asyncio.ensure_future(
+                self._append(store, self._writes, event.run_id, batch)
+            )
 
+    @staticmethod
     async def _append(
-        self, before: asyncio.Task[None] | None, run_id: str, batch: list[StreamEvent]
+        store: StreamCheckpointStore,
+        before: asyncio.Task[None] | None,
+        run_id: str,
+        batch: list[StreamEvent],
     ) -> None:
         if before is not None:
             await before
         try:
-            await self._store.append_events(run_id, batch)
+            await store.append_events(run_id, batch)
         except Exception:  # the steps are committed; only followers miss these events
             log.exception("could not log %d events of run %s", len(batch), run_id)
 

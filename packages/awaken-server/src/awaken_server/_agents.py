@@ -23,6 +23,7 @@ from awaken_runtime import (
     ModelSpec,
     Runtime,
     ScriptedExecutor,
+    ThreadStore,
 )
 from awaken_runtime.stores import ConfigNotFound, ConfigRegistry
 
@@ -107,7 +108,7 @@ class AgentCatalog:
     """Agent id -> the published version in use (absent: the agent file)."""
     configs: dict[str, AgentConfig] = field(default_factory=dict)
 
-    def build(self, store: Any) -> Runtime:
+    def build(self, store: ThreadStore) -> Runtime:
         """A runtime over ``store`` with every current agent config."""
         builder = AgentRuntimeBuilder().with_store(store)
         for spec in self.models:

@@ -7,7 +7,7 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -29,6 +29,10 @@ from ._rest import rest_routes
 from ._service import Service
 from ._warmup import warm_up
 
+if TYPE_CHECKING:
+    from awaken_run_ingress import RunIngress
+    from awaken_runtime.stores import FullStore
+
 __all__ = ["ServerConfig", "create_app"]
 
 PUBLIC_PATHS = ("/", "/openapi.json", "/healthz")
@@ -41,7 +45,7 @@ class ServerConfig:
     """Everything ``create_app`` needs (``awaken serve`` fills it from its options)."""
 
     catalog: AgentCatalog
-    store: Any
+    store: FullStore
     """A store implementing every port (``awaken_runtime.stores.open_store(url)``)."""
     keys: KeyRing
     max_body: int = 1_000_000
@@ -53,7 +57,7 @@ class ServerConfig:
     """Profiles allowed to publish and roll back agent configs (they change every profile's
     agents); empty: nobody, the agent files are all there is."""
     close_store: bool = True
-    ingress: Any = None
+    ingress: RunIngress | None = None
     """A ``awaken_run_ingress.RunIngress``: runs become jobs for ``awaken worker``
     processes sharing ``store``, instead of running in this process."""
     on_disconnect: OnDisconnect = "cancel"

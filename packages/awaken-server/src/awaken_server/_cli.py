@@ -6,7 +6,11 @@ import argparse
 import ipaddress
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from awaken_run_ingress import RunIngress
+    from awaken_runtime.stores import FullStore
 
 __all__ = ["add_serve_command", "main"]
 
@@ -128,7 +132,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _ingress(args: argparse.Namespace, store: Any) -> Any:
+def _ingress(args: argparse.Namespace, store: FullStore) -> RunIngress | None:
     """The ``RunIngress`` of ``--ingress`` (``None`` without it); refuses a store that other
     processes' event logs cannot be followed in."""
     if not args.ingress:

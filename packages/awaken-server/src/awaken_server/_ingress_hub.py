@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from awaken_runtime import (
     AgentEvent,
@@ -28,29 +28,44 @@ from awaken_runtime import (
     ThreadBusy,
     event_adapter,
 )
+from awaken_runtime.stores import FullStore, StreamEvent
 
 from ._hub import LiveRun, RunHub, _busy, is_final
 
-__all__ = ["IngressHub", "check_tailable"]
+if TYPE_CHECKING:
+    from awaken_run_ingress import RunIngress
+
+__all__ = ["IngressHub", "TailableStore", "check_tailable"]
 
 
-def check_tailable(store: Any) -> None:
-    """Raise ``TypeError`` unless ``store`` can follow event logs written by other processes."""
+class TailableStore(FullStore, Protocol):
+    """A full store whose event logs can be followed live across processes (PostgreSQL's)."""
+
+    def tail_events(
+        self, run_id: str, after: int = 0, *, until_finish: bool = True, idle: float = 5.0
+    ) -> AsyncIterator[StreamEvent]:
+        """Events of ``run_id`` with seq > ``after`` as other processes log them."""
+        ...
+
+
+def check_tailable(store: FullStore) -> TailableStore:
+    """``store`` as a :class:`TailableStore`; ``TypeError`` unless it can follow event logs
+    written by other processes."""
     if not callable(getattr(store, "tail_events", None)):
         raise TypeError(
             f"--ingress needs a store whose event log other processes can follow "
             f"(tail_events); {type(store).__name__} cannot: use the workers' PostgreSQL "
             f"store (--store postgresql://...)"
         )
+    return cast("TailableStore", store)
 
 
 class IngressHub(RunHub):
     """A :class:`RunHub` whose runs are jobs for ``awaken worker`` processes."""
 
-    def __init__(self, ingress: Any, store: Any, *, max_runs_per_key: int = 8) -> None:
+    def __init__(self, ingress: RunIngress, store: FullStore, *, max_runs_per_key: int = 8) -> None:
         super().__init__(max_runs_per_key=max_runs_per_key)
-        check_tailable(store)
-        self.ingress, self.store = ingress, store
+        self.ingress, self.store = ingress, check_tailable(store)
 
     async def _tail(self, run_id: str, after: int, legs: int = 1) -> AsyncIterator[AgentEvent]:
         """Logged events of ``run_id`` after ``after`` until ``legs`` of its legs finished

@@ -18,6 +18,7 @@ from awaken_runtime import (
     ScopeBinding,
     ThreadSnapshot,
 )
+from awaken_runtime.stores import FullStore
 
 from ._agents import AgentCatalog
 from ._chat_streams import ChatStreams, OnDisconnect
@@ -44,7 +45,7 @@ def external_thread_id(profile_id: str, client_id: str) -> str:
 class Service:
     """The server's shared state."""
 
-    store: Any
+    store: FullStore
     catalog: AgentCatalog
     owners: Owners
     hub: RunHub

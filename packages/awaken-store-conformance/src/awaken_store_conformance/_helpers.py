@@ -20,6 +20,7 @@ from awaken_runtime import (
     ResumeTicket,
     RunRecord,
     ScopeBinding,
+    ThreadStore,
     ToolCall,
     VersionConflict,
 )
@@ -116,7 +117,10 @@ def canonical(value: Any) -> str:
 
 
 async def commit_retry(
-    store: Any, b: ScopeBinding, messages: Sequence[Message], batches: Sequence[CommittedBatch] = ()
+    store: ThreadStore,
+    b: ScopeBinding,
+    messages: Sequence[Message],
+    batches: Sequence[CommittedBatch] = (),
 ) -> int:
     """Commit, reloading and retrying on ``VersionConflict`` (what a second writer does)."""
     while True:
@@ -128,7 +132,7 @@ async def commit_retry(
             await asyncio.sleep(0)
 
 
-def commit_worker(opener: Callable[[], Any], thread_id: str, tag: str, count: int) -> None:
+def commit_worker(opener: Callable[[], ThreadStore], thread_id: str, tag: str, count: int) -> None:
     """Process entry point: commit ``count`` messages to ``thread_id`` with retries."""
 
     async def main() -> None:

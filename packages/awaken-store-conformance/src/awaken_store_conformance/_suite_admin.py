@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 
 from awaken_runtime import Command, Message, Phase, Scope, ThreadBusy, ToolCall
-from awaken_runtime.stores import ConfigNotFound, LeaseLost, StreamEvent
+from awaken_runtime.stores import ConfigNotFound, FullStore, LeaseLost, StreamEvent
 
 from ._helpers import batch, binding, commit_retry, commit_worker, parked_run, run_record
 
@@ -21,11 +21,11 @@ class AdminSuite:
     """Everything around threads. Needs ``store``; ``store_opener`` enables the process test."""
 
     @pytest.fixture
-    def store_opener(self) -> Any:
+    def store_opener(self) -> Callable[[], FullStore] | None:
         """A picklable zero-argument callable opening the same store in another process."""
         return None
 
-    async def test_lease_acquire_expire_steal(self, store: Any) -> None:
+    async def test_lease_acquire_expire_steal(self, store: FullStore) -> None:
         lease = await store.acquire_lease("th", "h1", 0.15)
         assert lease.holder == "h1" and lease.thread_id == "th"
         with pytest.raises(ThreadBusy):
@@ -44,7 +44,7 @@ class AdminSuite:
         again = await store.acquire_lease("th", "h3", 10)
         await store.release_lease(again)
 
-    async def test_retention_removes_only_what_it_should(self, store: Any) -> None:
+    async def test_retention_removes_only_what_it_should(self, store: FullStore) -> None:
         old = datetime.now(UTC) - timedelta(days=3)
         a, b = binding(), binding()
         call = ToolCall(id="c1", name="x")
@@ -87,7 +87,7 @@ class AdminSuite:
         assert [v.version for v in await store.config_history("ag")] == [3]
         assert (await store.publish_config({"id": "ag"})).version == 4
 
-    async def test_two_tasks_never_lose_a_write(self, store: Any) -> None:
+    async def test_two_tasks_never_lose_a_write(self, store: FullStore) -> None:
         b = binding()
 
         async def writer(tag: str) -> None:
@@ -106,7 +106,9 @@ class AdminSuite:
         assert [i for i in ids if i[0] == "a"] == [f"a{i}" for i in range(15)]
         assert snap.version == 30 and snap.state[(Scope.THREAD, "a")] == 14
 
-    async def test_two_processes_never_lose_a_write(self, store: Any, store_opener: Any) -> None:
+    async def test_two_processes_never_lose_a_write(
+        self, store: FullStore, store_opener: Callable[[], FullStore] | None
+    ) -> None:
         if store_opener is None:
             pytest.skip("the backend gives no store_opener (a store other processes can open)")
         tid = binding().thread_id
@@ -123,7 +125,7 @@ class AdminSuite:
         for tag in "xy":
             assert [i for i in ids if i[0] == tag] == [f"{tag}-{n}" for n in range(12)]
 
-    async def test_list_filter_and_delete_threads(self, store: Any) -> None:
+    async def test_list_filter_and_delete_threads(self, store: FullStore) -> None:
         names = ["L-a", "L-b", "L-c", "L-d"]
         for name in names:
             await store.commit(binding(name), 0, [Message.user(name)], [])
@@ -158,7 +160,7 @@ class AdminSuite:
         assert [t.thread_id for t in await store.list_threads()] == ["L-a", "L-c", "L-d"]
         await store.commit(b, 0, [Message.user("reborn")], [])
 
-    async def test_stream_event_logs(self, store: Any) -> None:
+    async def test_stream_event_logs(self, store: FullStore) -> None:
         events = [StreamEvent(seq=i, data={"type": "text", "text": f"✓{i}"}) for i in (1, 2, 5)]
         await store.append_events("run-e", events)
         assert await store.read_events("run-e") == events
@@ -172,7 +174,7 @@ class AdminSuite:
         await store.append_events("run-f", [StreamEvent(seq=1, data={})])
         assert len(await store.read_events("run-e")) == 3 and await store.read_events("nope") == []
 
-    async def test_config_registry_versions(self, store: Any) -> None:
+    async def test_config_registry_versions(self, store: FullStore) -> None:
         from awaken_runtime import AgentConfig
 
         v1 = await store.publish_config({"id": "ag", "model_binding": "m", "instructions": "one"})

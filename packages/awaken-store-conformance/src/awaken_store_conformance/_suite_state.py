@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from awaken_runtime import Command, ContentPart, MergePolicy, Message, Scope, ToolCall
+from awaken_runtime.stores import FullStore
 
 from ._helpers import batch, binding, canonical
 
@@ -17,7 +16,7 @@ WEIRD = 'héllo ✓ 漢字 🚀 \u2028 \u2029 \x00 " \\ \n\t end'
 class StateSuite:
     """How state values are persisted. Needs a ``store`` fixture."""
 
-    async def test_commutative_object_keys_merge_field_by_field(self, store: Any) -> None:
+    async def test_commutative_object_keys_merge_field_by_field(self, store: FullStore) -> None:
         b = binding()
         await store.commit(b, 0, [], [batch(Command.set("mem", {"a": 1, "b": {"x": 1}}, merge=C))])
         await store.commit(b, 1, [], [batch(Command.set("mem", {"b": {"y": 2}, "c": 3}, merge=C))])
@@ -25,7 +24,7 @@ class StateSuite:
         value = snap.state[(Scope.THREAD, "mem")]
         assert canonical(value) == canonical({"a": 1, "b": {"y": 2}, "c": 3})  # shallow, ordered
 
-    async def test_a_plain_set_replaces_the_whole_object(self, store: Any) -> None:
+    async def test_a_plain_set_replaces_the_whole_object(self, store: FullStore) -> None:
         b = binding()
         await store.commit(b, 0, [], [batch(Command.set("mem", {"a": 1, "b": 2}, merge=C))])
         await store.commit(b, 1, [], [batch(Command.set("mem", {"z": 0}))])
@@ -41,7 +40,7 @@ class StateSuite:
         await store.commit(b, 6, [], [batch(Command.set("mem", {"n": 1}, merge=C))])
         assert (await store.load(b)).state[(Scope.THREAD, "mem")] == {"n": 1}
 
-    async def test_merging_one_field_into_a_large_object(self, store: Any) -> None:
+    async def test_merging_one_field_into_a_large_object(self, store: FullStore) -> None:
         b = binding()
         big = {f"k{i}": i for i in range(20_000)}
         await store.commit(b, 0, [], [batch(Command.set("big", big, merge=C))])
@@ -50,7 +49,7 @@ class StateSuite:
         assert len(value) == 20_001 and value["k5"] == -5 and value["new"] == 1
         assert list(value)[-1] == "new" and list(value)[5] == "k5"
 
-    async def test_empty_object_and_empty_values_round_trip(self, store: Any) -> None:
+    async def test_empty_object_and_empty_values_round_trip(self, store: FullStore) -> None:
         b = binding()
         values = {"o": {}, "l": [], "s": "", "z": 0, "n": None, "f": False, "x": 1.5}
         cmds = [
@@ -65,7 +64,7 @@ class StateSuite:
         )
         assert snap.messages[0].content == "" and snap.messages[1].content is None
 
-    async def test_unicode_round_trips_byte_for_byte(self, store: Any) -> None:
+    async def test_unicode_round_trips_byte_for_byte(self, store: FullStore) -> None:
         b = binding(f"thread {WEIRD[:12]}/with/slashes", f"prof {WEIRD[:8]}", "ns ✓")
         call = ToolCall(id="c-✓", name="t", arguments={WEIRD: [WEIRD, {"🚀": None}]})
         msgs = [
@@ -86,7 +85,7 @@ class StateSuite:
         info = [t for t in await store.list_threads(limit=10_000) if t.thread_id == b.thread_id]
         assert len(info) == 1
 
-    async def test_large_values_round_trip(self, store: Any) -> None:
+    async def test_large_values_round_trip(self, store: FullStore) -> None:
         b = binding()
         text = ("0123456789abcdef✓" * 640_000)[: 10 * 1024 * 1024]
         await store.commit(b, 0, [Message.user(text)], [batch(Command.set("blob", text))])
@@ -96,7 +95,7 @@ class StateSuite:
         assert snap.state[(Scope.THREAD, "blob")] == text
         assert snap.state[(Scope.THREAD, "obj")]["blob"] == text
 
-    async def test_profile_store_reads_and_writes_scopes(self, store: Any) -> None:
+    async def test_profile_store_reads_and_writes_scopes(self, store: FullStore) -> None:
         b = binding(None, "alice", "team")
         await store.commit(
             b, 0, [], [batch(Command.set("pref", {"a": 1}, scope=Scope.PROFILE, merge=C))]

@@ -10,17 +10,21 @@ Stores without an event log (no ``append_events``) are simply not written.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from ..lifecycle._events import AgentEvent, RunFinish, StepEnd, event_adapter
 
+if TYPE_CHECKING:
+    from ..stores._ports import StreamCheckpointStore
+    from ..stores._thread_store import ThreadStore
+
 __all__ = ["EventLog", "has_event_log", "read_events"]
 
-_SUPPORT: dict[type[Any], bool] = {}
+_SUPPORT: dict[type[object], bool] = {}
 
 
-def has_event_log(store: Any) -> bool:
-    """Whether ``store`` implements the event-log half of ``StreamCheckpointStore``."""
+def has_event_log(store: ThreadStore) -> TypeGuard[StreamCheckpointStore]:
+    """Whether ``store`` (any store) implements ``StreamCheckpointStore``."""
     kind = type(store)
     known = _SUPPORT.get(kind)
     if known is None:
@@ -30,7 +34,7 @@ def has_event_log(store: Any) -> bool:
     return known
 
 
-async def read_events(store: Any, run_id: str, after: int) -> list[AgentEvent]:
+async def read_events(store: ThreadStore, run_id: str, after: int) -> list[AgentEvent]:
     """Every logged event of ``run_id`` with ``seq > after`` (none without an event log)."""
     if not has_event_log(store):
         return []
@@ -46,7 +50,7 @@ async def read_events(store: Any, run_id: str, after: int) -> list[AgentEvent]:
 class EventLog:
     """Buffers events per run and appends them at step boundaries."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: ThreadStore) -> None:
         self._store = store if has_event_log(store) else None
         self._pending: dict[str, list[Any]] = {}
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..lifecycle._events import AgentEvent, RunFinish
 from ..lifecycle._run_state import RunState
 from ._event_log import EventLog
+
+if TYPE_CHECKING:
+    from ..stores._thread_store import ThreadStore
 
 __all__ = ["EventSink", "stream_run"]
 
@@ -17,11 +20,12 @@ EventSink = Callable[[AgentEvent], None]
 
 async def stream_run(
     start: Callable[[EventSink], Coroutine[Any, Any, RunState]],
-    store: Any,
+    store: ThreadStore,
 ) -> AsyncIterator[AgentEvent]:
     """Run ``start(sink)`` as a task and yield what it emits until ``RunFinish``.
 
-    Every yielded event also goes to the ``store``'s event log, if it has one.
+    Every yielded event also goes to the ``store``'s event log, if it has one
+    (``StreamCheckpointStore``).
     """
     log = EventLog(store)
     queue: asyncio.Queue[AgentEvent | None] = asyncio.Queue()

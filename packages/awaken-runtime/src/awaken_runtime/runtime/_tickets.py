@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..agents._resolve import ResolvedAgent
-from ..stores._thread_store import ScopeBinding, ThreadSnapshot
+from ..stores._thread_store import ScopeBinding, ThreadSnapshot, ThreadStore
 from ..suspension._decisions import Approve, Decision, Deny, Replay, Respond, decision_adapter
 from ..suspension._suspension import ParkedRun, ResumeRejected, ResumeTicket
 
@@ -99,7 +99,7 @@ def check_fingerprint(parked: ParkedRun, now: str) -> None:
         )
 
 
-async def load_parked(store: Any, thread_id: str) -> tuple[ThreadSnapshot, ParkedRun]:
+async def load_parked(store: ThreadStore, thread_id: str) -> tuple[ThreadSnapshot, ParkedRun]:
     """The snapshot (bound to the waiting run's scopes) and its parked record.
 
     Whatever is checked and claimed afterwards comes from this one

@@ -10,10 +10,11 @@ import os
 import socket
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TypeGuard
 
 from ._errors import LeaseLost
-from ._ports import Lease
+from ._ports import Lease, LeaseStore
+from ._thread_store import ThreadStore
 
 __all__ = ["DEFAULT_LEASE_TTL", "LeaseGuard", "guard_lease", "hold_lease", "new_holder"]
 
@@ -49,7 +50,7 @@ class LeaseGuard:
 
     __slots__ = ("check_at", "lease", "lost", "store", "ttl")
 
-    def __init__(self, store: Any, lease: Lease, ttl: float) -> None:
+    def __init__(self, store: LeaseStore, lease: Lease, ttl: float) -> None:
         self.store = store
         self.lease = lease
         self.ttl = ttl
@@ -95,9 +96,9 @@ class LeaseGuard:
 
 @contextlib.asynccontextmanager
 async def hold_lease(
-    store: Any, thread_id: str, holder: str | None = None, ttl: float | None = None
+    store: ThreadStore, thread_id: str, holder: str | None = None, ttl: float | None = None
 ) -> AsyncIterator[Lease | None]:
-    """Hold ``thread_id``'s lease for the block (a no-op for stores without leases).
+    """Hold ``thread_id``'s lease for the block (a no-op for a store without ``LeaseStore``).
 
     Raises ``ThreadBusy`` when another holder's lease is live. ``ttl``
     defaults to the store's ``lease_ttl`` attribute, else
@@ -110,10 +111,10 @@ async def hold_lease(
 
 @contextlib.asynccontextmanager
 async def guard_lease(
-    store: Any, thread_id: str, holder: str | None = None, ttl: float | None = None
+    store: ThreadStore, thread_id: str, holder: str | None = None, ttl: float | None = None
 ) -> AsyncIterator[LeaseGuard | None]:
     """Like :func:`hold_lease`, yielding the :class:`LeaseGuard` a run checks."""
-    if not _has_leases(type(store)):
+    if not _has_leases(store):
         yield None
         return
     if ttl is None:
@@ -165,12 +166,12 @@ async def guard_lease(
             _UNRELEASED.setdefault(id(store), (store, []))[1].append(guard.lease)
 
 
-_UNRELEASED: dict[int, tuple[Any, list[Lease]]] = {}
+_UNRELEASED: dict[int, tuple[LeaseStore, list[Lease]]] = {}
 """Leases whose release failed (disk full, network), per store: released at the next
 opportunity, so the thread is not blocked for a whole ttl once the store works again."""
 
 
-async def _retry_releases(store: Any) -> None:
+async def _retry_releases(store: LeaseStore) -> None:
     entry = _UNRELEASED.get(id(store))
     if entry is None or entry[0] is not store:
         return
@@ -184,11 +185,12 @@ async def _retry_releases(store: Any) -> None:
     del _UNRELEASED[id(store)]
 
 
-_LEASE_SUPPORT: dict[type[Any], bool] = {}
+_LEASE_SUPPORT: dict[type[object], bool] = {}
 
 
-def _has_leases(store_type: type[Any]) -> bool:
+def _has_leases(store: ThreadStore) -> TypeGuard[LeaseStore]:
     # isinstance() against a runtime Protocol is slow; a store's type never changes.
+    store_type = type(store)
     known = _LEASE_SUPPORT.get(store_type)
     if known is None:
         known = _LEASE_SUPPORT[store_type] = all(
