@@ -14,15 +14,23 @@ import asyncio
 from datetime import UTC, datetime
 from typing import Any
 
+from awaken_runtime.stores import ProfileStore, ThreadStore
+
 __all__ = ["McpOwners"]
 
 
 class McpOwners:
     """The REST server's thread and run records, loaded on first use."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: ThreadStore) -> None:
         from awaken_server._owners import Owners  # the REST server's records, not a copy
 
+        if not isinstance(store, ProfileStore):
+            raise TypeError(
+                f"MCP agent calls record who owns each thread in the store's profile state; "
+                f"{type(store).__name__} has no ProfileStore port: use a store that does "
+                f"(memory://, sqlite://, file://, postgresql://)"
+            )
         self._owners = Owners(store)
         self._loaded = False
         self._lock = asyncio.Lock()

@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from awaken_runtime import Command, LeaseFenced, Message, Scope, Set, StateValueError
+from awaken_runtime.stores import FullStore
 
 from ._helpers import batch, binding, canonical
 
@@ -80,7 +81,9 @@ def _json_within_limits(value: Any, depth: int = 1) -> bool:
 class EdgeSuite:
     """Fenced commits and state fidelity. Needs a ``store`` fixture."""
 
-    async def test_a_commit_under_a_lease_that_was_taken_writes_nothing(self, store: Any) -> None:
+    async def test_a_commit_under_a_lease_that_was_taken_writes_nothing(
+        self, store: FullStore
+    ) -> None:
         b = binding()
         lease = await store.acquire_lease(b.thread_id, "h1", 0.2)
         version = await store.commit(b, 0, [Message.user("mine")], [], lease=lease)
@@ -109,7 +112,7 @@ class EdgeSuite:
     )
     @given(value=_values)
     async def test_a_state_value_is_refused_or_read_back_as_written(
-        self, store: Any, value: Any
+        self, store: FullStore, value: Any
     ) -> None:
         b = binding()
         # Built without Command.set's own check: the store must refuse on its own.
@@ -129,4 +132,5 @@ class EdgeSuite:
         assert canonical(snap.state[(Scope.THREAD, "v")]) == canonical(value)
         page = await store.read_batches(b.thread_id)
         ((_producer, stored),) = page.items[0].entries
+        assert isinstance(stored.action, Set)
         assert canonical(stored.action.value) == canonical(value)
