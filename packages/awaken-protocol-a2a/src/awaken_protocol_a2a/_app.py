@@ -168,7 +168,8 @@ def create_a2a_app(
         routes.append(Route(path + CARD_PATH, resource.respond, methods=["GET"]))
         routes.append(Route(path, resource.respond, methods=["GET"]))
         for rpc in create_jsonrpc_routes(handler, rpc_url=path, context_builder=_Profiles()):
-            assert isinstance(rpc, Route)
+            if not isinstance(rpc, Route):  # an a2a-sdk that builds other route types
+                raise TypeError(f"a2a-sdk gave a {type(rpc).__name__} for {path}, not a Route")
             routes.append(Route(rpc.path, json_endpoint(rpc.endpoint), methods=["POST"]))
     index = CardIndex(cards, {a: f"{base}/a2a/{a}{CARD_PATH}" for a in cards})
     routes.append(Route("/a2a", index.listing, methods=["GET"]))
