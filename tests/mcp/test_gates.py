@@ -20,7 +20,7 @@ from mcp_setup import gated_setup
 
 from awaken_mcp import build_server
 from awaken_mcp._server import plan_offer
-from awaken_runtime import Runtime
+from awaken_runtime import Runtime, ScopeBinding
 from awaken_runtime.stores import open_store
 from awaken_server import AgentCatalog, load_agent_files
 from mcp import Client
@@ -178,3 +178,28 @@ async def test_an_agent_parked_for_a_client_that_cannot_elicit_names_the_rest_ro
     assert parked.is_error
     words = text(parked)
     assert "POST /v1/runs/run_" in words and "/resume" in words and "thread_" in words
+
+
+@pytest.mark.parametrize("answer", ["error", "raise"])
+async def test_a_failed_elicitation_runs_nothing_and_leaves_no_run_waiting(
+    runtime: Runtime, answer: str
+) -> None:
+    async def broken(context: Any, params: types.ElicitRequestParams) -> Any:
+        if answer == "raise":
+            raise RuntimeError("the client's form crashed")
+        return types.ErrorData(code=types.INVALID_REQUEST, message="no user at the keyboard")
+
+    server = build_server(runtime, ["guarded", "helper"], agents_as_tools=True)
+    async with Client(server, mode="legacy", elicitation_callback=broken) as client:  # type: ignore[arg-type]
+        direct = await client.call_tool("shout", {"text": "hey"})
+        agent = await client.call_tool("helper", {"prompt": "shout hey"})
+    assert direct.is_error and "did not answer the elicitation" in text(direct)
+    assert "Nothing ran" in text(direct) and "HEY" not in text(direct)
+    # The agent's run waits for an answer through REST; the direct call's run is gone.
+    assert agent.is_error and "/resume" in text(agent) and "did not answer" in text(agent)
+    waiting = []
+    for info in await runtime.store.list_threads():  # type: ignore[attr-defined]
+        snapshot = await runtime.store.load(ScopeBinding(info.thread_id, "default", "default"))
+        if snapshot.parked is not None:
+            waiting.append(snapshot.parked.agent_id)
+    assert waiting == ["helper"]

@@ -24,12 +24,15 @@ anything else is an ``INTERNAL_ERROR`` with the details in the server's log.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPError, NoBackChannelError
+from pydantic import ValidationError
 
 from awaken_runtime import (
     AwakenError,
@@ -185,23 +188,47 @@ class Calls:
         state: RunState,
         direct: DirectCall | None,
     ) -> Any:
-        """Ask for every ticket the run parks on until it ends; or hand them to the client."""
-        for _ in range(MAX_ROUNDS):
-            if state.phase is not Phase.WAITING:
-                return _outcome(state, target, direct)
-            asked = [(t, forms(t, target.agent)) for t in state.tickets]
-            askable = all(f for _, f in asked)
-            if askable and caller.elicits and caller.can_request:
-                decisions = [(t, await self._ask(caller, t, f)) for t, f in asked]
-                state = await self._resume(decisions, direct)
-            elif askable and caller.elicits and caller.modern:
-                return _input_required(name, target, state, asked, caller, self.secret, direct)
-            else:
-                return await self._cannot_ask(caller, target, state, direct, askable)
-        return error(
-            f"{_what(target)} asked for more than {MAX_ROUNDS} decisions in one call; "
-            f"its run {state.run_id!r} on thread {state.thread_id!r} still waits"
-        )
+        """Ask for every ticket the run parks on until it ends; or hand them to the client.
+
+        A direct tool's run never outlives its call parked (but for a 2026-07-28 client,
+        whose retry answers it): a call that fails or is cancelled while it waits
+        cancels the run, so nothing is left that a later answer could start.
+        """
+        handed_over = False
+        try:
+            for _ in range(MAX_ROUNDS):
+                if state.phase is not Phase.WAITING:
+                    return _outcome(state, target, direct)
+                asked = [(t, forms(t, target.agent)) for t in state.tickets]
+                askable = all(f for _, f in asked)
+                if askable and caller.elicits and caller.can_request:
+                    try:
+                        decisions = [(t, await self._ask(caller, t, f)) for t, f in asked]
+                    except (MCPError, ValidationError, NoBackChannelError) as exc:
+                        why = f"the client did not answer the elicitation ({exc})"
+                        return await self._cannot_ask(caller, target, state, direct, True, why)
+                    state = await self._resume(decisions, direct)
+                elif askable and caller.elicits and caller.modern:
+                    handed_over = True
+                    return _input_required(name, target, state, asked, caller, self.secret, direct)
+                else:
+                    return await self._cannot_ask(caller, target, state, direct, askable)
+            return await self._cannot_ask(
+                caller,
+                target,
+                state,
+                direct,
+                True,
+                f"it asked for more than {MAX_ROUNDS} decisions in one call",
+            )
+        finally:
+            if direct is not None and not handed_over and state.phase is Phase.WAITING:
+                await self._drop(state.thread_id)
+
+    async def _drop(self, thread_id: str) -> None:
+        """Cancel a direct call's run if it still waits (shielded: also on cancellation)."""
+        with contextlib.suppress(ResumeRejected):
+            await asyncio.shield(self.runtime.cancel_waiting(thread_id))
 
     async def _ask(self, caller: Caller, ticket: ResumeTicket, asked: list[Form]) -> Decision:
         answers = []
@@ -267,14 +294,16 @@ class Calls:
         state: RunState,
         direct: DirectCall | None,
         askable: bool,
+        failed: str | None = None,
     ) -> types.CallToolResult:
         reasons = ", ".join(sorted({t.await_reason.value for t in state.tickets}))
-        if direct is not None:
-            await self.runtime.cancel_waiting(state.thread_id)
+        if direct is not None:  # _settle cancels its run on the way out
             why = "; ".join(
                 str(t.payload.get("reason") or t.await_reason.value) for t in state.tickets
             )
-            if not askable:
+            if failed is not None:
+                how = failed
+            elif not askable:
                 how = "it cannot be asked over MCP; call it through the agent instead"
             elif not caller.elicits:
                 how = (
@@ -293,14 +322,14 @@ class Calls:
                 f"give here: {how}. Nothing ran."
             )
         ids = ", ".join(repr(t.ticket_id) for t in state.tickets)
+        cannot = failed or "this client cannot be asked (no elicitation here)"
         return error(
             f"agent {target.agent!r} is waiting for a decision ({reasons}) on thread "
-            f"{state.thread_id!r}, run {state.run_id!r}, ticket(s) {ids}. This client cannot "
-            f"be asked (no elicitation here); answer through awaken's REST API with this key: "
-            f"POST /v1/runs/{state.run_id}/resume with "
-            f'{{"decisions": [{{"ticket_id": "<ticket>", "decision": {{"kind": "approve"}}}}]}} '
-            f"(GET /v1/runs/{state.run_id} shows the tickets), then call {target.agent!r} "
-            f"again with thread_id {state.thread_id!r}."
+            f"{state.thread_id!r}, run {state.run_id!r}, ticket(s) {ids}; {cannot}. Answer "
+            f"through awaken's REST API with this key: POST /v1/runs/{state.run_id}/resume "
+            f'with {{"decisions": [{{"ticket_id": "<ticket>", "decision": {{"kind": '
+            f'"approve"}}}}]}} (GET /v1/runs/{state.run_id} shows the tickets), then call '
+            f"{target.agent!r} again with thread_id {state.thread_id!r}."
         )
 
 
