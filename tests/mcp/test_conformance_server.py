@@ -30,23 +30,27 @@ from conformance.harness import (
 EXPECTED = SUITE_DIR / "expected-failures.yml"
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    require_suite()
-    tmp = tmp_path_factory.mktemp("conformance-server")
+def _serve(tmp: Path, *extra: str) -> tuple[str, Process]:
     port = free_port()
     command = [
         awaken_command(), "mcp", "serve", "--http", "--no-auth", "--logging", "--port", str(port),
         "--agents", str(SUITE_DIR / "agents"), "--setup", "everything:setup",
-        "--store", f"sqlite:///{tmp / 'awaken.db'}",
+        "--store", f"sqlite:///{tmp / 'awaken.db'}", *extra,
     ]  # fmt: skip
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(SUITE_DIR), os.environ.get("PYTHONPATH", "")]),
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
     }
-    server: Process = start_listening(command, port, tmp / "serve.log", env)
-    yield f"http://127.0.0.1:{port}/mcp"
+    server = start_listening(command, port, tmp / "serve.log", env)
+    return f"http://127.0.0.1:{port}/mcp", server
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    require_suite()
+    url, server = _serve(tmp_path_factory.mktemp("conformance-server"))
+    yield url
     server.stop()
 
 
@@ -86,3 +90,28 @@ def test_server_scenarios_pass_but_the_listed_ones(served: str, tmp_path: Path) 
         "tools-call-mixed-content",
     ):
         assert scenario in run.passed(), (scenario, run.checks.get(scenario))
+
+
+ELICITATION = [
+    "tools-call-elicitation",
+    "elicitation-sep1034-defaults",
+    "elicitation-sep1330-enums",
+]
+
+
+def test_with_sessions_the_elicitation_scenarios_pass(tmp_path: Path) -> None:
+    # Stateless HTTP lists them (no back-channel); with --sessions the server asks the
+    # suite's client through the awaken ticket of each tool (a USER_INPUT question).
+    require_suite()
+    stateless = {e.scenario for e in expected_failures(EXPECTED, "server")}
+    assert set(ELICITATION) <= stateless
+    none = tmp_path / "none.yml"
+    none.write_text("server: []\n")
+    url, server = _serve(tmp_path, "--sessions")
+    try:
+        for scenario in ELICITATION:
+            run = run_server_suite(url, none, tmp_path / scenario, scenario=scenario)
+            assert run.passed() == [scenario], (run.failed(), run.output)
+            assert run.returncode == 0, run.output
+    finally:
+        server.stop()

@@ -4,6 +4,9 @@
 (``harness.py`` starts it). Each returns what its scenario expects, through
 the same ``ToolOutput`` -> MCP mapping every awaken tool uses: text, then
 ``parts`` in OpenAI's shapes (an image data URL, ``input_audio``, a ``file``).
+The elicitation scenarios' tools ask their user the awaken way, by parking
+the call on a ``USER_INPUT`` ticket; the server turns it into
+``elicitation/create`` (with ``--sessions`` or stdio) and the answer is the result.
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ from typing import Any
 
 from awaken_runtime import (
     AgentRuntimeBuilder,
+    AwaitReason,
     ContentPart,
+    SuspendCall,
     ToolCallContext,
     ToolDescriptor,
     ToolOutput,
@@ -116,6 +121,75 @@ def test_error_handling() -> str:
     raise RuntimeError("This tool intentionally returns an error for testing")
 
 
+def _ask(message: str, properties: dict[str, Any], required: list[str] | None = None) -> None:
+    """Park the call on a question (USER_INPUT): awaken mcp serve asks the client with it."""
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = required
+    raise SuspendCall(AwaitReason.USER_INPUT, {"message": message, "requested_schema": schema})
+
+
+@tool
+def test_elicitation(message: str) -> str:
+    """Ask the user for a name and an email; the answer is the result.
+
+    Args:
+        message: What to show the user.
+    """
+    _ask(
+        message,
+        {
+            "username": {"type": "string", "description": "User's response"},
+            "email": {"type": "string", "description": "User's email address"},
+        },
+        ["username", "email"],
+    )
+    return "unreachable"
+
+
+@tool
+def test_elicitation_sep1034_defaults() -> str:
+    """Ask with a default for every primitive type."""
+    _ask(
+        "Confirm or change the defaults",
+        {
+            "name": {"type": "string", "default": "John Doe"},
+            "age": {"type": "integer", "default": 30},
+            "score": {"type": "number", "default": 95.5},
+            "status": {
+                "type": "string",
+                "enum": ["active", "inactive", "pending"],
+                "default": "active",
+            },
+            "verified": {"type": "boolean", "default": True},
+        },
+    )
+    return "unreachable"
+
+
+@tool
+def test_elicitation_sep1330_enums() -> str:
+    """Ask with the five enum shapes (untitled, titled, legacy, multi, titled multi)."""
+    titled = [{"const": f"value{i}", "title": f"Option {i}"} for i in (1, 2, 3)]
+    choices = [{"const": f"value{i}", "title": f"Choice {i}"} for i in (1, 2, 3)]
+    options = ["option1", "option2", "option3"]
+    _ask(
+        "Pick options",
+        {
+            "untitledSingle": {"type": "string", "enum": options},
+            "titledSingle": {"type": "string", "oneOf": titled},
+            "legacyEnum": {
+                "type": "string",
+                "enum": ["opt1", "opt2", "opt3"],
+                "enumNames": ["Option One", "Option Two", "Option Three"],
+            },
+            "untitledMulti": {"type": "array", "items": {"type": "string", "enum": options}},
+            "titledMulti": {"type": "array", "items": {"anyOf": choices}},
+        },
+    )
+    return "unreachable"
+
+
 class SchemaTool:
     """A tool whose input schema uses JSON Schema 2020-12 keywords, served as written."""
 
@@ -149,6 +223,9 @@ TOOLS: list[Any] = [
     test_multiple_content_types,
     test_error_handling,
     test_tool_with_logging,
+    test_elicitation,
+    test_elicitation_sep1034_defaults,
+    test_elicitation_sep1330_enums,
     SchemaTool(),
 ]
 
