@@ -84,6 +84,7 @@ async def test_results_map_errors_images_and_filters(closing: list[Runtime], mar
         [
             ScriptedTurn.call("toy__fail", {"reason": "no"}),
             ScriptedTurn.call("toy__picture", {}),
+            ScriptedTurn.call("toy__chart", {}),
             ScriptedTurn.call("toy__echo", {"text": 5}),  # a schema error, the server's words
             "ok",
         ],
@@ -91,9 +92,12 @@ async def test_results_map_errors_images_and_filters(closing: list[Runtime], mar
     )
     closing.append(rt)
     ids = {t.id for t in (await rt.aresolve("a")).tools}
-    assert ids == {"toy__echo", "toy__fail", "toy__picture", "toy__pid"}
+    assert ids == {"toy__echo", "toy__fail", "toy__picture", "toy__pid", "toy__chart"}
     await rt.run("a", "go", thread_id="r")
-    failed, picture, bad_args = await tool_messages(rt, "r")
+    failed, picture, chart, bad_args = await tool_messages(rt, "r")
+    # An image first: no empty text block before it, and the caption stays after it.
+    assert isinstance(chart.content, list)
+    assert [(p.type, p.text) for p in chart.content] == [("image_url", None), ("text", "fig. 1")]
     assert failed.metadata["is_error"] and "refused: no" in failed.text
     assert isinstance(picture.content, list)
     text, image = picture.content

@@ -79,15 +79,23 @@ async def grow(ctx: Context) -> str:
     return "grown"
 
 
+_PNG = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"
+    "+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+)
+
+
 @server.tool()
 def picture() -> list[types.TextContent | types.ImageContent]:
     """A caption and a one-pixel PNG."""
-    png = (
-        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"
-        "+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
-    )
-    image = types.ImageContent(data=png, mime_type="image/png")
+    image = types.ImageContent(data=_PNG, mime_type="image/png")
     return [types.TextContent(text="a red dot"), image]
+
+
+@server.tool()
+def chart() -> list[types.ImageContent | types.TextContent]:
+    """An image first, then its caption."""
+    return [types.ImageContent(data=_PNG, mime_type="image/png"), types.TextContent(text="fig. 1")]
 
 
 @server.tool()

@@ -368,7 +368,11 @@ class ToolCallExecutor:
             Message(
                 id=new_id(),
                 role="tool",
-                content=[ContentPart(type="text", text=content), *output.parts]
+                # No empty leading text block: a tool may answer with parts only.
+                content=[
+                    *([ContentPart(type="text", text=content)] if content else ()),
+                    *output.parts,
+                ]
                 if output.parts
                 else content,
                 tool_call_id=call.id,
