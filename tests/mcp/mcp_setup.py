@@ -63,6 +63,16 @@ def wipe(path: str) -> str:
 
 
 @tool
+def erase(path: str) -> str:
+    """Erase a path for good (here: only say so; the gated policy denies it outright).
+
+    Args:
+        path: What to erase.
+    """
+    return f"erased {path}"
+
+
+@tool
 def media() -> ToolOutput:
     """Answer with a WAV and a PDF file, to check that parts arrive intact."""
     return ToolOutput(
@@ -120,6 +130,6 @@ class ToolThenAnswer:
 def gated_setup(builder: AgentRuntimeBuilder) -> None:
     """The tools and the scripted model of the agents in ``gated/``."""
     setup(builder)
-    for each in (wipe, media, ask_name):
+    for each in (wipe, erase, media, ask_name):
         builder.with_tool(each)
     builder.with_provider("tool-then-answer", ToolThenAnswer())

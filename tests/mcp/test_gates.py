@@ -9,6 +9,7 @@ HTTP, and the REST route, are in ``test_gates_ts.py``.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -90,6 +91,11 @@ async def test_a_deny_rule_refuses_the_call_naming_the_rule(runtime: Runtime, mo
         assert 'deny wipe(path ~ "/*")' in text(refused) and "wiped" not in text(refused)
         allowed = await client.call_tool("wipe", {"path": "tmp/x"})
         assert not allowed.is_error and text(allowed) == "wiped tmp/x"
+        # Denied outright: hidden from the listing as from the agent's model, and a call
+        # is still refused naming the rule.
+        assert "erase" not in {t.name for t in (await client.list_tools()).tools}
+        erased = await client.call_tool("erase", {"path": "tmp/x"})
+        assert erased.is_error and "'deny erase'" in text(erased) and "erased" not in text(erased)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -203,3 +209,28 @@ async def test_a_failed_elicitation_runs_nothing_and_leaves_no_run_waiting(
         if snapshot.parked is not None:
             waiting.append(snapshot.parked.agent_id)
     assert waiting == ["helper"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_concurrent_asks_on_one_connection_get_their_own_answers(
+    runtime: Runtime, mode: str
+) -> None:
+    async def by_call(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        await asyncio.sleep(0.01)  # both forms are open at once
+        wanted = '"yes' in params.message
+        return approve() if wanted else deny("that one, no")
+
+    server = build_server(runtime, ["guarded"])
+    async with Client(server, mode=mode, elicitation_callback=by_call) as client:  # type: ignore[arg-type]
+        results = await asyncio.gather(
+            *(
+                client.call_tool("shout", {"text": f"{w}{i}"})
+                for i in range(3)
+                for w in ("yes", "no")
+            )
+        )
+    for i, result in enumerate(results):
+        if i % 2 == 0:
+            assert not result.is_error and text(result) == f"YES{i // 2}!"
+        else:
+            assert result.is_error and "that one, no" in text(result)

@@ -51,6 +51,7 @@ from awaken_runtime import (
 from ._asking import Form, decide, forms
 from ._content import to_result
 from ._direct import DirectCall, given, new_call_id, new_ids, run_direct
+from ._policy_view import denied_by
 from ._request_state import BadState, Pending, open_state, seal_state
 
 __all__ = ["Caller", "Calls", "error"]
@@ -198,7 +199,7 @@ class Calls:
         try:
             for _ in range(MAX_ROUNDS):
                 if state.phase is not Phase.WAITING:
-                    return _outcome(state, target, direct)
+                    return _outcome(self.runtime, state, target, direct)
                 asked = [(t, forms(t, target.agent)) for t in state.tickets]
                 askable = all(f for _, f in asked)
                 if askable and caller.elicits and caller.can_request:
@@ -377,7 +378,9 @@ def _tool_message(state: RunState, call_id: str) -> Message | None:
     return None
 
 
-def _outcome(state: RunState, target: Target, direct: DirectCall | None) -> types.CallToolResult:
+def _outcome(
+    runtime: Runtime, state: RunState, target: Target, direct: DirectCall | None
+) -> types.CallToolResult:
     failure = getattr(state.end_cause, "failure", None)
     if direct is None:
         if failure is not None:
@@ -389,9 +392,11 @@ def _outcome(state: RunState, target: Target, direct: DirectCall | None) -> type
         return error(f"tool {target.tool!r} did not run: the run ended ({cause})")
     output = _as_output(message)
     if direct.visible is False and output.is_error:
+        rule = denied_by(runtime, target.agent, direct.call.name, direct.call.arguments)
+        why = f"its policy denies it: {rule}" if rule else "a plugin of the agent hides it"
         output = ToolOutput.error(
-            f"{output.content} (agent {target.agent!r} does not offer {target.tool!r} here: "
-            f"a plugin of the agent hides it, e.g. a permissions rule that denies it outright)"
+            f"Permission denied: agent {target.agent!r} does not offer tool {target.tool!r} "
+            f"({why}). Nothing ran."
         )
     return to_result(output)
 

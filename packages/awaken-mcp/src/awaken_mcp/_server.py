@@ -34,6 +34,7 @@ from ._calls import Caller, Calls, Target
 from ._direct import install
 from ._logging import LogForwarding
 from ._owners import McpOwners
+from ._policy_view import hidden_by_policy
 
 __all__ = [
     "AGENT_INPUT_SCHEMA",
@@ -91,6 +92,9 @@ class Offer:
     """Tools served bare (``tools_ungated``)."""
     skipped: list[str] = field(default_factory=list)
     """Tools not offered: no agent listing them has a gate, and ``tools_ungated`` is off."""
+    unlisted: set[str] = field(default_factory=set)
+    """Targets left out of ``tools/list``: their agent's policy denies them outright (a
+    call is still answered, naming the rule)."""
 
 
 def _gated(runtime: Runtime, agent_id: str) -> bool:
@@ -109,7 +113,10 @@ def plan_offer(
     gated = [a for a in agent_ids if _gated(runtime, a)]
     for agent_id in gated:
         for tid in offered_tools(runtime, [agent_id]):
-            offer.targets.setdefault(tid, Target(agent_id, tid))
+            if tid not in offer.targets:
+                offer.targets[tid] = Target(agent_id, tid)
+                if hidden_by_policy(runtime, agent_id, tid):
+                    offer.unlisted.add(tid)
     for tid, tool in offered_tools(runtime, [a for a in agent_ids if a not in gated]).items():
         if tid in offer.targets:
             continue
@@ -169,6 +176,8 @@ def build_server(
     install(runtime)
     listing: list[types.Tool] = []
     for tool_name, target in offer.targets.items():
+        if tool_name in offer.unlisted:
+            continue
         if target.tool is None:
             instructions = runtime.resolve(target.agent).config.instructions[:300]
             description = f"Ask the agent {target.agent!r}. {instructions}".strip()
