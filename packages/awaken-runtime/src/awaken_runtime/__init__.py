@@ -12,394 +12,58 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+# The public modules: type checkers read each one's ``__all__`` (all of it is
+# public); at run time ``_exports.py``, written from the same ``__all__``s by
+# ``python -m awaken_runtime._public``, says where each name lives.
 if TYPE_CHECKING:
-    from ._errors import (
-        MAX_ID_LENGTH,
-        AgentConfigError,
-        AwakenError,
-        CapabilityBoundError,
-        DuplicateIdError,
-        InvalidId,
-        InvalidInput,
-        LeaseFenced,
-        PluginDefinitionError,
-        PluginLoadError,
-        ResolutionError,
-        StateConflictError,
-        StateValueError,
-        ToolError,
-        VersionConflict,
-        check_id,
-    )
-    from .agents._config import AgentConfig
-    from .agents._file import AgentFile
-    from .agents._resolve import CatalogFingerprint, ExecutableAgentSnapshot, ResolvedPlugin
-    from .agents._stop import LoopDetection, StopConfig
-    from .delegation._delegation import ChildOutcome, DelegationRequest
-    from .delegation._service import (
-        AGENT_RUN,
-        ChildRunner,
-        NativeDelegationService,
-        RunDelegationService,
-    )
-    from .delegation._tool import run_child_agent
-    from .lifecycle._events import (
-        AgentEvent,
-        RunFinish,
-        RunStart,
-        StepEnd,
-        StepStart,
-        TextDelta,
-        ToolCallDone,
-        ToolCallReady,
-        event_adapter,
-    )
-    from .lifecycle._failures import (
-        AbandonedFailure,
-        Cancelled,
-        CapabilityBoundFailure,
-        ConfigFailure,
-        EndCause,
-        Error,
-        Failure,
-        InternalFailure,
-        LeaseLostFailure,
-        MaxSteps,
-        NaturalEnd,
-        OutputFailure,
-        Phase,
-        PluginFailure,
-        ProviderFailure,
-        StateConflictFailure,
-        Stopped,
-        ToolFailure,
-    )
-    from .lifecycle._run_state import RunState
-    from .messages._message import ContentPart, Message, ToolCall, from_openai, to_openai
-    from .messages._transcript import ContextPolicy, KeepAll, KeepLast, MessageView, Transcript
-    from .models._errors import (
-        ErrorClass,
-        ProviderAuthError,
-        ProviderBadRequest,
-        ProviderConnectionError,
-        ProviderContentFiltered,
-        ProviderContextLength,
-        ProviderError,
-        ProviderRateLimited,
-        ProviderTimeout,
-        ProviderUnavailable,
-        UnknownModelError,
-    )
-    from .models._model import (
-        InferenceParams,
-        InferenceRequest,
-        InferenceResponse,
-        LlmExecutor,
-        ModelSpec,
-        Pricing,
-        StreamDelta,
-        TokenUsage,
-    )
-    from .models._output import OutputSpec
-    from .models._scripted import ScriptedExecutor, ScriptedTurn, ScriptExhausted
-    from .models.litellm._errors import LiteLLMNotInstalled
-    from .models.litellm._executor import LITELLM_PROVIDER, LiteLLMExecutor, litellm_pricing
-    from .models.litellm._retry import RetryPolicy
-    from .plugins._actions import ActionHandler, EffectHandler, ScheduledAction
-    from .plugins._await import AwaitReason
-    from .plugins._context import (
-        CONTEXT_MESSAGES,
-        INFERENCE_PARAMS,
-        REQUEST_WINDOW,
-        REQUEST_WINDOW_FIELDS,
-        STANDING_CONTEXT,
-        TOOL_FILTER,
-        Band,
-        ContextMessage,
-        ToolFilter,
-        inject,
-        override_params,
-        request_context,
-        start_window_after,
-    )
-    from .plugins._declarative import (
-        PluginBase,
-        action_handler,
-        effect_handler,
-        phase_hook,
-        run_end_guard,
-        stop_condition,
-        tool_gate,
-        tool_observer,
-        tool_source,
-    )
-    from .plugins._discovery import Discovered, Discovery, discover
-    from .plugins._gates import (
-        Block,
-        Complete,
-        GateDecision,
-        RunEndDecision,
-        Schedule,
-        ShortCircuit,
-        Steer,
-        Suspend,
-    )
-    from .plugins._plugin import (
-        CapabilityBound,
-        Contributions,
-        HookReaction,
-        PhaseContext,
-        PhaseHook,
-        PhaseHookPoint,
-        Plugin,
-        PluginManifest,
-        RunEndGuard,
-        RunInfo,
-        StateKeyDecl,
-        ToolCatalog,
-        ToolGateHook,
-        ToolObserver,
-    )
-    from .runtime._builder import AgentRuntimeBuilder
-    from .runtime._runtime import OnAwait, RunInput, Runtime
-    from .state._effects import Effect
-    from .state._engine import (
-        Command,
-        CommittedBatch,
-        Key,
-        MergePolicy,
-        Remove,
-        Scope,
-        Set,
-        StagedCommand,
-        StateEngine,
-        Store,
-        replay,
-    )
-    from .state._state_key import FoldStateKey, StateKey
-    from .stores._thread_store import (
-        RunRecord,
-        ScopeBinding,
-        ThreadSnapshot,
-        ThreadStore,
-    )
-    from .stores.memory import InMemoryStore
-    from .suspension._decisions import Approve, Decision, Deny, Remember, Replay, Respond
-    from .suspension._suspension import (
-        ANSWER_TO_TOOL,
-        ParkedRun,
-        ResumeRejected,
-        ResumeTicket,
-        SuspendCall,
-        ThreadBusy,
-    )
-    from .tools._cancel import CancellationToken
-    from .tools._function_tool import FunctionTool, tool
-    from .tools._tool import Tool, ToolCallContext, ToolDescriptor, ToolOutput
+    from ._errors import *  # noqa: F403
+    from .agents._config import *  # noqa: F403
+    from .agents._file import *  # noqa: F403
+    from .agents._resolve import *  # noqa: F403
+    from .agents._stop import *  # noqa: F403
+    from .delegation._delegation import *  # noqa: F403
+    from .delegation._service import *  # noqa: F403
+    from .delegation._tool import *  # noqa: F403
+    from .lifecycle._events import *  # noqa: F403
+    from .lifecycle._failures import *  # noqa: F403
+    from .lifecycle._observer import *  # noqa: F403
+    from .lifecycle._run_state import *  # noqa: F403
+    from .messages._message import *  # noqa: F403
+    from .messages._transcript import *  # noqa: F403
+    from .models._errors import *  # noqa: F403
+    from .models._model import *  # noqa: F403
+    from .models._output import *  # noqa: F403
+    from .models._scripted import *  # noqa: F403
+    from .models.litellm._errors import *  # noqa: F403
+    from .models.litellm._executor import *  # noqa: F403
+    from .models.litellm._retry import *  # noqa: F403
+    from .plugins._actions import *  # noqa: F403
+    from .plugins._await import *  # noqa: F403
+    from .plugins._context import *  # noqa: F403
+    from .plugins._declarative import *  # noqa: F403
+    from .plugins._discovery import *  # noqa: F403
+    from .plugins._gates import *  # noqa: F403
+    from .plugins._plugin import *  # noqa: F403
+    from .runtime._builder import *  # noqa: F403
+    from .runtime._runtime import *  # noqa: F403
+    from .state._effects import *  # noqa: F403
+    from .state._engine import *  # noqa: F403
+    from .state._state_key import *  # noqa: F403
+    from .stores._thread_store import *  # noqa: F403
+    from .stores.memory import *  # noqa: F403
+    from .suspension._decisions import *  # noqa: F403
+    from .suspension._suspension import *  # noqa: F403
+    from .tools._cancel import *  # noqa: F403
+    from .tools._function_tool import *  # noqa: F403
+    from .tools._tool import *  # noqa: F403
 
 __version__ = "0.1.0"
 
+from ._exports import ALL as _ALL
 from ._exports import LAZY as _LAZY
 from ._lazy import lazy_names
 
 __getattr__, __dir__ = lazy_names(__name__, {name: f".{home}" for name, home in _LAZY.items()})
 
 
-__all__ = [
-    "AGENT_RUN",
-    "ANSWER_TO_TOOL",
-    "CONTEXT_MESSAGES",
-    "INFERENCE_PARAMS",
-    "LITELLM_PROVIDER",
-    "MAX_ID_LENGTH",
-    "REQUEST_WINDOW",
-    "REQUEST_WINDOW_FIELDS",
-    "STANDING_CONTEXT",
-    "TOOL_FILTER",
-    "AbandonedFailure",
-    "ActionHandler",
-    "AgentConfig",
-    "AgentConfigError",
-    "AgentEvent",
-    "AgentFile",
-    "AgentRuntimeBuilder",
-    "Approve",
-    "AwaitReason",
-    "AwakenError",
-    "Band",
-    "Block",
-    "CancellationToken",
-    "Cancelled",
-    "CapabilityBound",
-    "CapabilityBoundError",
-    "CapabilityBoundFailure",
-    "CatalogFingerprint",
-    "ChildOutcome",
-    "ChildRunner",
-    "Command",
-    "CommittedBatch",
-    "Complete",
-    "ConfigFailure",
-    "ContentPart",
-    "ContextMessage",
-    "ContextPolicy",
-    "Contributions",
-    "Decision",
-    "DelegationRequest",
-    "Deny",
-    "Discovered",
-    "Discovery",
-    "DuplicateIdError",
-    "Effect",
-    "EffectHandler",
-    "EndCause",
-    "Error",
-    "ErrorClass",
-    "ExecutableAgentSnapshot",
-    "Failure",
-    "FoldStateKey",
-    "FunctionTool",
-    "GateDecision",
-    "HookReaction",
-    "InMemoryStore",
-    "InferenceObservation",
-    "InferenceParams",
-    "InferenceRequest",
-    "InferenceResponse",
-    "InternalFailure",
-    "InvalidId",
-    "InvalidInput",
-    "KeepAll",
-    "KeepLast",
-    "Key",
-    "LeaseFenced",
-    "LeaseLostFailure",
-    "LiteLLMExecutor",
-    "LiteLLMNotInstalled",
-    "LlmExecutor",
-    "LoopDetection",
-    "MaxSteps",
-    "MergePolicy",
-    "Message",
-    "MessageView",
-    "ModelSpec",
-    "NativeDelegationService",
-    "NaturalEnd",
-    "ObservedRun",
-    "OnAwait",
-    "OutputFailure",
-    "OutputSpec",
-    "ParkedRun",
-    "Phase",
-    "PhaseContext",
-    "PhaseHook",
-    "PhaseHookPoint",
-    "Plugin",
-    "PluginBase",
-    "PluginDefinitionError",
-    "PluginFailure",
-    "PluginLoadError",
-    "PluginManifest",
-    "Pricing",
-    "ProviderAuthError",
-    "ProviderBadRequest",
-    "ProviderConnectionError",
-    "ProviderContentFiltered",
-    "ProviderContextLength",
-    "ProviderError",
-    "ProviderFailure",
-    "ProviderRateLimited",
-    "ProviderTimeout",
-    "ProviderUnavailable",
-    "Remember",
-    "Remove",
-    "Replay",
-    "ResolutionError",
-    "ResolvedPlugin",
-    "Respond",
-    "ResumeRejected",
-    "ResumeTicket",
-    "RetryPolicy",
-    "RunDelegationService",
-    "RunEndDecision",
-    "RunEndGuard",
-    "RunFinish",
-    "RunInfo",
-    "RunInput",
-    "RunObservation",
-    "RunObserver",
-    "RunRecord",
-    "RunStart",
-    "RunState",
-    "Runtime",
-    "Schedule",
-    "ScheduledAction",
-    "Scope",
-    "ScopeBinding",
-    "ScriptExhausted",
-    "ScriptedExecutor",
-    "ScriptedTurn",
-    "Set",
-    "ShortCircuit",
-    "StagedCommand",
-    "StateConflictError",
-    "StateConflictFailure",
-    "StateEngine",
-    "StateKey",
-    "StateKeyDecl",
-    "StateValueError",
-    "Steer",
-    "StepEnd",
-    "StepStart",
-    "StopConditionHook",
-    "StopConfig",
-    "Stopped",
-    "Store",
-    "StreamDelta",
-    "Suspend",
-    "SuspendCall",
-    "TextDelta",
-    "ThreadBusy",
-    "ThreadSnapshot",
-    "ThreadStore",
-    "TokenUsage",
-    "Tool",
-    "ToolCall",
-    "ToolCallContext",
-    "ToolCallDone",
-    "ToolCallReady",
-    "ToolCatalog",
-    "ToolDescriptor",
-    "ToolError",
-    "ToolFailure",
-    "ToolFilter",
-    "ToolGateHook",
-    "ToolObservation",
-    "ToolObserver",
-    "ToolOutput",
-    "Transcript",
-    "UnknownModelError",
-    "VersionConflict",
-    "__version__",
-    "action_handler",
-    "check_id",
-    "discover",
-    "effect_handler",
-    "event_adapter",
-    "from_openai",
-    "inject",
-    "litellm_pricing",
-    "override_params",
-    "phase_hook",
-    "replay",
-    "request_context",
-    "run_child_agent",
-    "run_end_guard",
-    "start_window_after",
-    "stop_condition",
-    "to_openai",
-    "tool",
-    "tool_gate",
-    "tool_observer",
-    "tool_source",
-]
+__all__ = list(_ALL)

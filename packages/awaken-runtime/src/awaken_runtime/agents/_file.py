@@ -22,7 +22,7 @@ from ..tools._tool import Tool
 from ._config import AgentConfig
 from ._imports import import_output, import_plugin, import_tool, is_import_path
 
-__all__ = ["AgentFile", "read_agent_data"]
+__all__ = ["AgentFile"]
 
 _FILE_KEYS = ("agent", "models")
 

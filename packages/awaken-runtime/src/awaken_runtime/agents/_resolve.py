@@ -38,14 +38,7 @@ from ..plugins._plugin import (
 from ..tools._tool import Tool, ToolDescriptor
 from ._config import AgentConfig
 
-__all__ = [
-    "CatalogFingerprint",
-    "ExecutableAgentSnapshot",
-    "Registries",
-    "ResolvedAgent",
-    "ResolvedPlugin",
-    "resolve_agent",
-]
+__all__ = ["CatalogFingerprint", "ExecutableAgentSnapshot", "ResolvedPlugin"]
 
 CatalogFingerprint: TypeAlias = str
 """Hex sha256 of the canonical JSON of a snapshot's contents."""

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ..lifecycle._events import AgentEvent
     from ..lifecycle._run_state import RunState
 
-__all__ = ["ChildOutcome", "ChildStatus", "DelegationRequest", "DelegationTree"]
+__all__ = ["ChildOutcome", "DelegationRequest"]
 
 ChildStatus = Literal[
     "completed", "failed", "cancelled", "max_steps", "stopped", "waiting", "refused"

@@ -25,15 +25,7 @@ if TYPE_CHECKING:
     from ..suspension._decisions import Decision
     from ._delegation import ChildOutcome, DelegationRequest
 
-__all__ = [
-    "AGENT_RUN",
-    "MAX_DELEGATION_DEPTH",
-    "MAX_DESCENDANTS",
-    "ChildHost",
-    "ChildRunner",
-    "NativeDelegationService",
-    "RunDelegationService",
-]
+__all__ = ["AGENT_RUN", "ChildRunner", "NativeDelegationService", "RunDelegationService"]
 
 AGENT_RUN = "agent_run"
 """The id of the delegation tool."""

@@ -8,7 +8,7 @@ from ..tools._tool import ToolCallContext, ToolDescriptor, ToolOutput
 from ._delegation import ChildOutcome
 from ._service import AGENT_RUN, ChildRunner
 
-__all__ = ["DelegationTool", "run_child_agent"]
+__all__ = ["run_child_agent"]
 
 
 async def run_child_agent(

@@ -29,7 +29,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "InferenceObservation",
-    "Leg",
     "ObservedRun",
     "RunObservation",
     "RunObserver",

@@ -10,20 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = [
-    "MAX_ARGUMENT_DEPTH",
-    "PROVIDER_CALL_IDS",
-    "ContentPart",
-    "Message",
-    "Role",
-    "ToolCall",
-    "from_openai",
-    "new_id",
-    "openai_message",
-    "to_openai",
-    "too_deep",
-    "with_depth_limit",
-]
+__all__ = ["ContentPart", "Message", "ToolCall", "from_openai", "to_openai"]
 
 Role = Literal["system", "user", "assistant", "tool"]
 

@@ -11,17 +11,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from ._message import Message
 from ._stored import StoredMessages, _Rows
 
-__all__ = [
-    "ChainView",
-    "ContextPolicy",
-    "HeadedView",
-    "JoinedView",
-    "KeepAll",
-    "KeepLast",
-    "MessageView",
-    "Transcript",
-    "as_list",
-]
+__all__ = ["ContextPolicy", "KeepAll", "KeepLast", "MessageView", "Transcript"]
 
 
 class KeepAll(BaseModel):

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from ..tools._tool import ToolDescriptor
 
-__all__ = ["OutputMode", "OutputSpec"]
+__all__ = ["OutputSpec"]
 
 OutputMode = Literal["auto", "native", "tool"]
 

@@ -12,7 +12,7 @@ from .._errors import AwakenError
 from ..messages._message import ToolCall, new_id
 from ._model import InferenceRequest, InferenceResponse, StreamDelta, TokenUsage
 
-__all__ = ["ScriptExhausted", "ScriptedExecutor", "ScriptedTurn", "TurnSource"]
+__all__ = ["ScriptExhausted", "ScriptedExecutor", "ScriptedTurn"]
 
 
 class ScriptExhausted(AwakenError):

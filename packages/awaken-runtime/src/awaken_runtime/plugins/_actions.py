@@ -20,7 +20,7 @@ from ._points import PhaseHookPoint
 if TYPE_CHECKING:
     from ._plugin import HookReaction, PhaseContext
 
-__all__ = ["ACTIONS_KEY", "ActionHandler", "EffectHandler", "ScheduledAction"]
+__all__ = ["ActionHandler", "EffectHandler", "ScheduledAction"]
 
 ACTIONS_KEY = "awaken.scheduled_actions"
 """Run-scope key holding pending scheduled actions by id."""

@@ -30,12 +30,14 @@ __all__ = [
     "INFERENCE_PARAMS",
     "REQUEST_WINDOW",
     "REQUEST_WINDOW_FIELDS",
+    "STANDING_CONTEXT",
     "TOOL_FILTER",
     "Band",
     "ContextMessage",
     "ToolFilter",
     "inject",
     "override_params",
+    "request_context",
     "start_window_after",
 ]
 

@@ -28,7 +28,7 @@ from ._plugin import Plugin
 if TYPE_CHECKING:
     from importlib import metadata
 
-__all__ = ["DISABLE_ENV", "Discovered", "Discovery", "discover"]
+__all__ = ["Discovered", "Discovery", "discover"]
 
 DISABLE_ENV = "AWAKEN_DISABLE_PLUGINS"
 """Comma list of entry-point or distribution names to skip; ``*`` or ``all`` skips all."""

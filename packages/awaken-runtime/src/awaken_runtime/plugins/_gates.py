@@ -23,8 +23,6 @@ __all__ = [
     "ShortCircuit",
     "Steer",
     "Suspend",
-    "strongest",
-    "winner",
 ]
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["EFFECT_FAILURES_KEY", "Effect"]
+__all__ = ["Effect"]
 
 EFFECT_FAILURES_KEY = "awaken.effect_failures"
 """Run-scope COMMUTATIVE key recording failed effect handlers by effect id."""

@@ -36,8 +36,6 @@ __all__ = [
     "StagedCommand",
     "StateEngine",
     "Store",
-    "check_batches",
-    "check_value",
     "replay",
 ]
 

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 from .._errors import StateValueError
 from ._engine import Command, Key, MergePolicy, Scope, Store
 
-__all__ = ["FoldStateKey", "StateKey", "StateKeyDecl"]
+__all__ = ["FoldStateKey", "StateKey"]
 
 T = TypeVar("T")
 U = TypeVar("U")

@@ -26,14 +26,7 @@ from ..suspension._suspension import ParkedRun
 if TYPE_CHECKING:
     from ._ports import Lease
 
-__all__ = [
-    "CommittedThreadView",
-    "Coordinator",
-    "RunRecord",
-    "ScopeBinding",
-    "ThreadSnapshot",
-    "ThreadStore",
-]
+__all__ = ["RunRecord", "ScopeBinding", "ThreadSnapshot", "ThreadStore"]
 
 
 @dataclass(frozen=True, slots=True)

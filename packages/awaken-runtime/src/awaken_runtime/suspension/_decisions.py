@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-__all__ = ["Approve", "Decision", "Deny", "Remember", "Replay", "Respond", "decision_adapter"]
+__all__ = ["Approve", "Decision", "Deny", "Remember", "Replay", "Respond"]
 
 
 Remember = Literal["once", "thread", "profile"]

@@ -24,7 +24,7 @@ from pydantic_core import to_json
 
 from ._tool import ToolCallContext, ToolDescriptor, ToolOutput
 
-__all__ = ["FunctionTool", "format_validation_error", "tool"]
+__all__ = ["FunctionTool", "tool"]
 
 
 def format_validation_error(tool_id: str, exc: ValidationError) -> str:

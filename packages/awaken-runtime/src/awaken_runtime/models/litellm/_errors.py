@@ -27,7 +27,7 @@ from .._errors import (
     UnknownModelError,
 )
 
-__all__ = ["INSTALL_HINT", "LiteLLMNotInstalled", "classify", "retry_after_seconds"]
+__all__ = ["LiteLLMNotInstalled"]
 
 INSTALL_HINT = 'pip install "awaken-runtime[litellm]"'
 

@@ -35,7 +35,7 @@ from ._request import completion_kwargs
 from ._retry import RetryPolicy
 from ._stream import StreamAssembler
 
-__all__ = ["LITELLM_PROVIDER", "LiteLLMExecutor", "import_litellm", "litellm_pricing"]
+__all__ = ["LITELLM_PROVIDER", "LiteLLMExecutor", "litellm_pricing"]
 
 LITELLM_PROVIDER = "litellm"
 """The provider id ``awaken run`` registers :class:`LiteLLMExecutor` under."""
