@@ -121,10 +121,11 @@ def test_over_stdio_a_parked_agent_is_answered_by_elicitation_in_one_call(tmp_pa
     assert question["requestedSchema"]["properties"]["name"]["type"] == "string"
 
 
-@pytest.fixture
-def servers(tmp_path: Path) -> Iterator[tuple[str, str, str]]:
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, str]]:
     """``awaken mcp serve --http`` (stateless), the same with ``--sessions``, and
     ``awaken serve`` (REST), all on one store and one key file."""
+    tmp_path = tmp_path_factory.mktemp("gates-http")
     store = tmp_path / "awaken.db"
     mcp_port, sessions_port, rest_port = free_port(), free_port(), free_port()
     started: list[Process] = []
@@ -199,3 +200,40 @@ def test_over_http_with_sessions_the_client_is_asked(servers: tuple[str, str, st
     )
     assert text(out["results"][0]) == "done: SESSIONS!"
     assert len(out["asked"]) == 1
+
+
+async def test_a_2026_client_over_stateless_http_answers_in_its_retry(
+    servers: tuple[str, str, str],
+) -> None:
+    # The official Python SDK negotiates 2026-07-28: the parked call answers
+    # InputRequiredResult, and the client's retry (a new POST) resumes the run.
+    import httpx2
+    import mcp_types as types
+    from mcp.client.streamable_http import streamable_http_client
+
+    from mcp import Client
+
+    asked: list[str] = []
+
+    async def answer(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        if "name" in params.message:
+            return types.ElicitResult(action="accept", content={"name": "Lin"})
+        return types.ElicitResult(action="accept", content={"decision": "approve"})
+
+    mcp_url = servers[0]
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {ALICE}"}, timeout=60)
+    async with (
+        http,
+        Client(
+            streamable_http_client(mcp_url, http_client=http), elicitation_callback=answer
+        ) as client,
+    ):
+        assert client.protocol_version == "2026-07-28"
+        shouted = await client.call_tool("helper", {"prompt": "shout modern"})
+        named = await client.call_tool("helper", {"prompt": "ask_name"})
+        direct = await client.call_tool("shout", {"text": "direct"})
+    assert [b.text for b in shouted.content] == ["done: MODERN!"]
+    assert json.loads(named.content[0].text.removeprefix("done: ")) == {"name": "Lin"}
+    assert [b.text for b in direct.content] == ["DIRECT!"]
+    assert len(asked) == 3
