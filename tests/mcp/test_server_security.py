@@ -7,6 +7,7 @@ state it tries to reach and the test checks that nothing of it changed.
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -195,3 +196,19 @@ async def test_no_error_escapes_with_code_zero(runtime: Runtime) -> None:
         await calls.call(Caller(profile="alice"), call("helper", {"prompt": "ask_name"}))
     assert internal.value.code == types.INTERNAL_ERROR and internal.value.code != 0
     assert "fell over" not in internal.value.message  # details stay in the server's log
+
+
+async def test_two_retries_racing_with_one_answer_run_the_call_once(runtime: Runtime) -> None:
+    calls = calls_of(runtime, ["guarded"])
+    asked = await calls.call(modern("alice"), call("shout", {"text": "once"}))
+    assert isinstance(asked, types.InputRequiredResult) and asked.request_state
+    (key,) = list(asked.input_requests or {})
+    yes = {key: types.ElicitResult(action="accept", content={"decision": "approve"})}
+    retry = call("shout", {"text": "once"}, request_state=asked.request_state, input_responses=yes)
+    results = await asyncio.gather(*(calls.call(modern("alice"), retry) for _ in range(4)))
+    ran = [r for r in results if isinstance(r, types.CallToolResult) and not r.is_error]
+    assert [text(r) for r in ran] == ["ONCE!"]
+    for other in results:
+        if other not in ran:
+            assert isinstance(other, types.CallToolResult) and other.is_error
+            assert "ONCE" not in text(other)
