@@ -4,13 +4,16 @@ The model reacts to the conversation: "weather" calls ``get_weather`` (allowed),
 "delete" calls ``delete_file`` (the permissions plugin asks a human), "think"
 streams reasoning first, "slow" streams many chunks, "crawl" streams them
 slowly (a client can drop and resume mid-answer), "hold" stalls after its
-first chunks for 30 s (only a cancel ends it sooner); after a tool result it
+first chunks for 30 s (only a cancel ends it sooner), "dice" answers with a
+new number each time (a regenerate is a new answer), "recall" lists the
+user and assistant messages the model was sent; after a tool result it
 answers with that result.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -44,6 +47,9 @@ async def delete_file(path: str) -> str:
     return f"deleted {path}"
 
 
+_ROLLS = itertools.count(1)
+
+
 def _turn(request: InferenceRequest) -> ScriptedTurn | str:
     last = request.messages[-1]
     if last.role == "tool":
@@ -59,6 +65,11 @@ def _turn(request: InferenceRequest) -> ScriptedTurn | str:
         return " ".join(f"word{i}" for i in range(80))
     if "crawl" in text:
         return " ".join(f"step{i}" for i in range(40))
+    if "dice" in text:
+        return f"Roll number {next(_ROLLS)}"
+    if "recall" in text:
+        seen = [f"{m.role}: {m.text}" for m in request.messages if m.role in ("user", "assistant")]
+        return "Seen: " + " | ".join(seen)
     if "hold" in text:
         return " ".join(f"held{i}" for i in range(30))
     return f"Hello! You said: {last.text}"

@@ -98,6 +98,11 @@ def test_ag_ui_http_agent_text_tool_interrupt_resume_reasoning(server: Served) -
     # stalled answer is kept.
     assert out["abort"]["endCause"] == "cancelled"
     assert out["abort"]["thread"]["answer"] == ""
+    # History the client owns: seeded turns reach the model, a changed one is refused.
+    assert out["seeded"] == [
+        "Seen: user: my name is Ada | assistant: Nice to meet you, Ada. | user: recall everything"
+    ]
+    assert "409" in out["diverged"] and "history-diverged" in out["diverged"]
 
 
 CRAWL = " ".join(f"step{i}" for i in range(40))
@@ -106,8 +111,11 @@ CRAWL = " ".join(f"step{i}" for i in range(40))
 
 @pytest.fixture(scope="module")
 def continuing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    """A server whose dropped front-end streams leave their runs running."""
-    served = start_server(tmp_path_factory.mktemp("continue"), "--on-disconnect", "continue")
+    """A server whose dropped front-end streams leave their runs running, and whose chats
+    run on the history their clients send."""
+    served = start_server(
+        tmp_path_factory.mktemp("continue"), "--on-disconnect", "continue", "--history", "client"
+    )
     yield served
     stop_server(served)
 
@@ -167,3 +175,56 @@ def test_ai_sdk_cancel_through_run_id_and_resume_stream_under_continue(
         "thread": {"messages": 2, "answer": CRAWL},
     }
     assert out["unknown"] == 404
+
+
+def test_ai_sdk_regenerate_seeded_history_and_divergence(server: Served) -> None:
+    out = _node("aisdk_history.mjs", server)
+    regen = out["regenerate"]
+    assert regen["status"] == "ready" and regen["roles"] == ["user", "assistant"]
+    assert regen["first"].startswith("Roll number ") and regen["second"].startswith("Roll number ")
+    assert regen["first"] != regen["second"], "a regenerate is a new answer"
+    assert regen["newThread"] and regen["chat"] == {"current": True, "revisions": True}
+    assert regen["oldChat"], "the old revision names the chat's current thread"
+    assert regen["current"] == ["user: roll the dice", f"assistant: {regen['second']}"]
+    # The withdrawn answer stays in the revision log, untouched.
+    assert regen["old"] == ["user: roll the dice", f"assistant: {regen['first']}"]
+    empty = out["emptyRegenerate"]
+    assert empty["status"] == 409 and empty["type"] == "application/problem+json"
+    assert empty["body"]["type"].endswith("/nothing-to-regenerate")
+    assert "no user message" in empty["body"]["detail"] and empty["created"] == 0
+    assert out["seeded"] == {
+        "status": "ready",
+        "text": "Seen: user: my name is Ada | assistant: Nice to meet you, Ada. "
+        "| user: recall everything",
+        "thread": 4,
+    }
+    diverged = out["diverged"]
+    assert diverged["status"] == "error" and diverged["unchanged"]
+    assert diverged["error"]["status"] == 409
+    assert diverged["error"]["type"].endswith("/history-diverged")
+    assert "'hello one'" in diverged["error"]["detail"]
+    assert "'hello edited'" in diverged["error"]["detail"]
+
+
+def _ui(role: str, text: str) -> dict[str, Any]:
+    return {"id": f"{role}-{text}", "role": role, "parts": [{"type": "text", "text": text}]}
+
+
+def _chat_text(served: Served, chat_id: str, messages: list[dict[str, Any]]) -> str:
+    with served.client() as client:
+        response = client.post(
+            "/v1/agents/assistant/chat", json={"id": chat_id, "messages": messages}
+        )
+    assert response.status_code == 200, response.text
+    chunks = [
+        json.loads(line[6:]) for line in response.text.splitlines() if line.startswith("data: {")
+    ]
+    return "".join(c["delta"] for c in chunks if c["type"] == "text-delta")
+
+
+def test_history_client_makes_the_clients_list_authoritative(continuing: Served) -> None:
+    first = [_ui("user", "a"), _ui("assistant", "b"), _ui("user", "recall")]
+    assert _chat_text(continuing, "owned", first) == "Seen: user: a | assistant: b | user: recall"
+    # A list that differs from the one before is no conflict here: it is the history.
+    second = [_ui("user", "x"), _ui("user", "recall")]
+    assert _chat_text(continuing, "owned", second) == "Seen: user: x | user: recall"

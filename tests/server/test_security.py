@@ -155,7 +155,7 @@ MALFORMED = [
         json.dumps(
             {
                 "id": "c1",
-                "trigger": "regenerate-message",
+                "trigger": "resume-stream",
                 "messages": [{"role": "user", "parts": []}],
             }
         ).encode(),

@@ -60,4 +60,21 @@ await agent.runAgent(
 ).catch((e) => e);
 const held = await endedRun(heldRun);
 out.abort = { endCause: held.record.end_cause.kind, thread: await answerAfterLastUser(held.thread_id) };
+// 7. A thread seeded with its client's history reaches the model whole; a history
+// that differs from the thread is refused (409) and changes nothing.
+const seeded = new HttpAgent({
+  url: `${url}/v1/agents/assistant/ag-ui`,
+  headers: { Authorization: `Bearer ${key}` },
+  threadId: `agui-seeded-${Date.now()}`,
+  initialMessages: [
+    { id: "s1", role: "user", content: "my name is Ada" },
+    { id: "s2", role: "assistant", content: "Nice to meet you, Ada." },
+    { id: "s3", role: "user", content: "recall everything" },
+  ],
+});
+const seededRun = await seeded.runAgent({ runId: "seeded-1" });
+out.seeded = seededRun.newMessages.map((m) => m.content);
+seeded.messages[0] = { ...seeded.messages[0], content: "my name is Bob" };
+seeded.addMessage({ id: "s4", role: "user", content: "recall again" });
+out.diverged = await seeded.runAgent({ runId: "seeded-2" }).then(() => "accepted", (e) => String(e.message ?? e));
 process.stdout.write(JSON.stringify(out) + "\n");

@@ -15,9 +15,11 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
-from awaken_runtime import Approve, Decision, Deny, Message
+from awaken_runtime import Approve, Decision, Deny
 
 from ._agui import AGUITranscoder
+from ._agui_history import as_ui_messages, user_text
+from ._aisdk_turns import new_turn
 from ._http import caller, read_body
 from ._hub import LiveRun
 from ._problems import Problem
@@ -61,8 +63,9 @@ async def run_agent(request: Request) -> Response:
     principal = caller(request)
     service.agent(agent_id)
     body = await read_body(request, ag.RunAgentInput)
-    thread_id = external_thread_id(principal.profile_id, body.thread_id)
-    await service.ensure_thread(thread_id, principal, agent_id)
+    chat_key = external_thread_id(principal.profile_id, body.thread_id)
+    await service.ensure_thread(chat_key, principal, agent_id)
+    thread_id = await service.chat_thread(chat_key)
     snap = await service.snapshot(thread_id, principal.profile_id)
     if body.resume:
         pending = {t.ticket_id: t for t in (snap.parked.tickets if snap.parked else [])}
@@ -81,7 +84,8 @@ async def run_agent(request: Request) -> Response:
         run = await service.resume(principal, run_id, answers)
     else:
         last = body.messages[-1] if body.messages else None
-        if last is None or last.role != "user" or not isinstance(last.content, str):
+        text = user_text(last) if isinstance(last, ag.UserMessage) else None
+        if not text:
             raise Problem(
                 422,
                 "invalid-request",
@@ -89,9 +93,8 @@ async def run_agent(request: Request) -> Response:
                 field="/messages",
                 fix="append a user message, or send resume entries for the interrupts",
             )
-        run = await service.start_run(
-            principal, agent_id=agent_id, thread_id=thread_id, messages=[Message.user(last.content)]
-        )
+        prior = as_ui_messages(body.messages[:-1])
+        run = await new_turn(service, principal, agent_id, chat_key, text, prior)
     coder = AGUITranscoder(
         body.thread_id, body.run_id, service.thread_state(snap), server_run_id=run.run_id
     )

@@ -20,9 +20,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from awaken_runtime import AgentEvent, Approve, Decision, Deny, Message
+from awaken_runtime import AgentEvent, Approve, Decision, Deny
 
 from ._aisdk import UIMessageStreamTranscoder
+from ._aisdk_turns import regenerate, user_turn
 from ._chat_streams import ChatStream
 from ._http import caller, read_body, sse
 from ._hub import LiveRun
@@ -42,13 +43,6 @@ class _ChatBody(BaseModel):
     messages: list[dict[str, Any]] = Field(min_length=1, max_length=10_000)
     trigger: str = "submit-message"
     messageId: str | None = None
-
-
-def _text_of(message: dict[str, Any]) -> str:
-    parts = message.get("parts") or []
-    return "".join(
-        p.get("text", "") for p in parts if isinstance(p, dict) and p.get("type") == "text"
-    )
 
 
 def _approvals(message: dict[str, Any]) -> list[tuple[str, str, Decision]]:
@@ -131,16 +125,21 @@ async def chat(request: Request) -> Response:
     principal = caller(request)
     service.agent(agent_id)
     body = await read_body(request, _ChatBody)
-    if body.trigger != "submit-message":
+    if body.trigger not in ("submit-message", "regenerate-message"):
         raise Problem(
             422,
             "unsupported-trigger",
             f"trigger {body.trigger!r} is not supported",
             field="/trigger",
-            fix="send trigger 'submit-message'",
+            fix="send trigger 'submit-message' or 'regenerate-message'",
         )
-    thread_id = external_thread_id(principal.profile_id, body.id)
-    await service.ensure_thread(thread_id, principal, agent_id)
+    chat_key = external_thread_id(principal.profile_id, body.id)
+    if body.trigger == "regenerate-message":
+        run = await regenerate(service, principal, agent_id, chat_key, body.id, body.messages)
+        coder = UIMessageStreamTranscoder(new_id("msg_"), run_id=run.run_id)
+        return sse(_live_chunks(service, chat_key, run, coder), headers=HEADER)
+    await service.ensure_thread(chat_key, principal, agent_id)
+    thread_id = await service.chat_thread(chat_key)
     last = body.messages[-1]
     if last.get("role") == "assistant":
         answers = _approvals(last)
@@ -168,18 +167,7 @@ async def chat(request: Request) -> Response:
             str(last.get("id") or new_id("msg_")), denied, run_id=run.run_id
         )
     elif last.get("role") == "user":
-        text = _text_of(last)
-        if not text:
-            raise Problem(
-                422,
-                "invalid-request",
-                "the last user message has no text part",
-                field="/messages/-1/parts",
-                fix="send a text part",
-            )
-        run = await service.start_run(
-            principal, agent_id=agent_id, thread_id=thread_id, messages=[Message.user(text)]
-        )
+        run = await user_turn(service, principal, agent_id, chat_key, body.messages)
         coder = UIMessageStreamTranscoder(new_id("msg_"), run_id=run.run_id)
     else:
         raise Problem(
@@ -189,7 +177,7 @@ async def chat(request: Request) -> Response:
             field="/messages/-1/role",
             fix="send role 'user'",
         )
-    return sse(_live_chunks(service, thread_id, run, coder), headers=HEADER)
+    return sse(_live_chunks(service, chat_key, run, coder), headers=HEADER)
 
 
 async def resume_stream(request: Request) -> Response:

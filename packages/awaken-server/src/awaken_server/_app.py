@@ -20,6 +20,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ._agents import AgentCatalog
 from ._chat_streams import OnDisconnect
+from ._history import HistoryPolicy
 from ._hub import RunHub
 from ._ingress_hub import IngressHub
 from ._keys import KeyRing
@@ -63,6 +64,10 @@ class ServerConfig:
     on_disconnect: OnDisconnect = "cancel"
     """A dropped AI SDK or AG-UI stream: ``cancel`` its run at the next boundary, or let
     it ``continue`` in the background (the AI SDK client can then resume the stream)."""
+    history: HistoryPolicy = "server"
+    """Whose messages a chat runs on: the server's thread (history a client sends is
+    checked: appended when it extends the thread, 409 when it differs), or the
+    ``client``'s list, authoritative per request."""
 
 
 class AuthMiddleware:
@@ -142,6 +147,7 @@ def create_app(config: ServerConfig) -> Starlette:
             ),
             runtime=config.catalog.build(config.store),
             on_disconnect=config.on_disconnect,
+            history=config.history,
         )
         app.state.service = service
         app.state.warmed = await warm_up(config.catalog)

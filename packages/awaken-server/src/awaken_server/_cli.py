@@ -65,6 +65,13 @@ def _options(parser: argparse.ArgumentParser) -> None:
         "or let it continue so the client can resume the stream",
     )
     parser.add_argument(
+        "--history",
+        choices=("server", "client"),
+        default="server",
+        help="whose messages an AI SDK chat runs on: the server's thread (default; history "
+        "a client sends must match it or extend it, else 409), or the client's list",
+    )
+    parser.add_argument(
         "--publishers",
         default="",
         help="comma list of profiles that may publish agent configs (default: none)",
@@ -121,6 +128,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         publishers=frozenset(p.strip() for p in args.publishers.split(",") if p.strip()),
         ingress=ingress,
         on_disconnect=args.on_disconnect,
+        history=args.history,
     )
     uvicorn.run(
         create_app(config),

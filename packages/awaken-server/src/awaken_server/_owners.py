@@ -23,6 +23,7 @@ __all__ = ["Owners", "not_found"]
 THREADS = "awaken-server.threads"
 RUNS = "awaken-server.runs"
 AGENTS = "awaken-server.published-agents"
+CHATS = "awaken-server.chats"
 REFRESH_S = 1.0
 """At most one re-read of the records per second on a cache miss."""
 
@@ -46,6 +47,7 @@ class Owners:
         self._threads: dict[str, dict[str, Any]] = {}
         self._runs: dict[str, dict[str, Any]] = {}
         self._published: set[str] = set()
+        self._chats: dict[str, dict[str, Any]] = {}
         self._lock = asyncio.Lock()
         self._refreshed: dict[str, float] = {}
 
@@ -54,14 +56,19 @@ class Owners:
         self._threads = dict(await self._store.read_scope(Scope.SHARED, THREADS))
         self._runs = dict(await self._store.read_scope(Scope.SHARED, RUNS))
         self._published = set(await self._store.read_scope(Scope.SHARED, AGENTS))
+        self._chats = dict(await self._store.read_scope(Scope.SHARED, CHATS))
 
-    async def add_thread(self, thread_id: str, profile_id: str, agent_id: str | None) -> None:
-        """Record a new thread of ``profile_id``."""
-        record = {
+    async def add_thread(
+        self, thread_id: str, profile_id: str, agent_id: str | None, *, chat_key: str | None = None
+    ) -> None:
+        """Record a new thread of ``profile_id`` (``chat_key``: the chat it is a revision of)."""
+        record: dict[str, Any] = {
             "profile_id": profile_id,
             "agent_id": agent_id,
             "created_at": datetime.now(UTC).isoformat(),
         }
+        if chat_key is not None:
+            record["chat_key"] = chat_key
         async with self._lock:
             await self._store.write_scope(
                 Scope.SHARED, THREADS, [Command.set(thread_id, record, scope=Scope.SHARED)]
@@ -75,6 +82,25 @@ class Owners:
                 Scope.SHARED, RUNS, [Command.set(run_id, record, scope=Scope.SHARED)]
             )
             self._runs[run_id] = record
+
+    async def chat(self, chat_key: str) -> dict[str, Any]:
+        """A chat's revisions: ``{"thread_id": current, "revisions": [older thread ids]}``
+        (a chat that never forked is its own thread, with no older revisions)."""
+        record = await self._lookup(self._chats, CHATS, chat_key)
+        return dict(record) if record else {"thread_id": chat_key, "revisions": []}
+
+    async def move_chat(self, chat_key: str, thread_id: str) -> None:
+        """Make ``thread_id`` the chat's current thread; the old one joins its revisions."""
+        current = await self.chat(chat_key)
+        record = {
+            "thread_id": thread_id,
+            "revisions": [*current["revisions"], current["thread_id"]],
+        }
+        async with self._lock:
+            await self._store.write_scope(
+                Scope.SHARED, CHATS, [Command.set(chat_key, record, scope=Scope.SHARED)]
+            )
+            self._chats[chat_key] = record
 
     async def add_published(self, agent_id: str) -> None:
         """Remember that ``agent_id`` has published configs (the registry cannot list them)."""

@@ -174,10 +174,13 @@ async def read_thread(request: Request) -> Response:
     record = await service.check_thread(thread_id, principal)
     await service.owners.refresh()
     snap = await service.snapshot(thread_id, principal.profile_id)
+    # A chat's thread (AI SDK chat id, AG-UI threadId) and its revisions (regenerate).
+    chat_key = record.get("chat_key") or (thread_id if thread_id.startswith("ext_") else None)
     return JSONResponse(
         {
             "thread_id": thread_id,
             "agent_id": record["agent_id"],
+            "chat": await service.owners.chat(chat_key) if chat_key else None,
             "version": snap.version,
             "messages": [m.model_dump(mode="json") for m in snap.messages],
             "state": service.thread_state(snap),

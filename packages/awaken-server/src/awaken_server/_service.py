@@ -22,6 +22,7 @@ from awaken_runtime.stores import FullStore
 
 from ._agents import AgentCatalog
 from ._chat_streams import ChatStreams, OnDisconnect
+from ._history import HistoryPolicy
 from ._hub import LiveRun, RunHub
 from ._ids import new_id
 from ._keys import Principal
@@ -53,6 +54,8 @@ class Service:
     on_disconnect: OnDisconnect = "cancel"
     """What a dropped AI SDK or AG-UI stream does to its run (``--on-disconnect``)."""
     chat_streams: ChatStreams = field(default_factory=ChatStreams)
+    history: HistoryPolicy = "server"
+    """Whose list of messages a chat runs on (``--history``)."""
     _publish_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _background: set[asyncio.Task[Any]] = field(default_factory=set)
 
@@ -158,6 +161,30 @@ class Service:
             profile_id=principal.profile_id,
             key_id=principal.key_id,
         )
+
+    async def chat_thread(self, chat_key: str) -> str:
+        """The chat's current thread (its latest revision)."""
+        record = await self.owners.chat(chat_key)
+        thread_id: str = record["thread_id"]
+        return thread_id
+
+    async def fork(
+        self, principal: Principal, chat_key: str, agent_id: str, messages: list[Message]
+    ) -> LiveRun:
+        """Run on a new revision of a chat: a new thread whose first run takes ``messages``.
+
+        The revision becomes the chat's current thread once its run has started (a
+        refused run leaves the chat as it was); the old thread stays, listed in the
+        chat's revisions, so nothing it held is destroyed.
+        """
+        self.agent(agent_id)
+        thread_id = new_id("thread_")
+        await self.owners.add_thread(thread_id, principal.profile_id, agent_id, chat_key=chat_key)
+        run = await self.start_run(
+            principal, agent_id=agent_id, thread_id=thread_id, messages=messages
+        )
+        await self.owners.move_chat(chat_key, thread_id)
+        return run
 
     async def pending(self, thread_id: str, profile_id: str) -> list[ResumeTicket]:
         """The thread's tickets waiting for a decision."""
