@@ -287,6 +287,39 @@ def resolve_agent(
     if model.provider in registries.unavailable_providers:
         raise registries.unavailable_providers[model.provider]
     executor = _lookup(agent_id, "provider", model.provider, registries.providers)
+    tools = _agent_tools(registries, agent_id, config)
+    resolved = ResolvedAgent(
+        snapshot=None,  # type: ignore[arg-type]  # set below, once tools are known
+        executor=executor,
+        tools=tools,
+    )
+    plugins: list[ResolvedPlugin] = []
+    for pid in config.plugin_ids:
+        if pid in registries.unavailable_plugins:
+            raise registries.unavailable_plugins[pid]
+        plugin: Plugin = _lookup(agent_id, "plugin", pid, registries.plugins)
+        validated = _validate_plugin_config(agent_id, plugin, config.plugin_config.get(pid, {}))
+        listed = catalogs.get(pid, ()) if catalogs else ()
+        _add_plugin(resolved, agent_id, pid, plugin.manifest, plugin.resolve(validated), listed)
+        dumped = validated.model_dump(mode="json") if isinstance(validated, BaseModel) else {}
+        plugins.append(ResolvedPlugin(manifest=plugin.manifest, config=dumped))
+    if config.delegates:
+        _add_delegation(tools, agent_id, list(config.delegates), delegation_tool_id)
+    descriptors = [t.descriptor for t in tools.values()]
+    resolved.snapshot = _snapshot(
+        config=config,
+        tools=descriptors,
+        model=model,
+        plugins=plugins,
+        fingerprint=ExecutableAgentSnapshot.compute_fingerprint(
+            config, descriptors, model, plugins
+        ),
+    )
+    return resolved
+
+
+def _agent_tools(registries: Registries, agent_id: str, config: AgentConfig) -> dict[str, Tool]:
+    """The agent's own tools; also checks its delegates and plugin tables name what exists."""
     for tid in config.tool_ids:
         if tid in registries.unavailable_tools:
             raise registries.unavailable_tools[tid]
@@ -302,79 +335,69 @@ def resolve_agent(
             f"agent {agent_id!r} has plugin_config for {', '.join(sorted(stray))} but does not "
             f"enable it; add the id to plugin_ids or remove the table"
         )
-    resolved = ResolvedAgent(
-        snapshot=None,  # type: ignore[arg-type]  # set below, once tools are known
-        executor=executor,
-        tools=tools,
-    )
-    plugins: list[ResolvedPlugin] = []
-    for pid in config.plugin_ids:
-        if pid in registries.unavailable_plugins:
-            raise registries.unavailable_plugins[pid]
-        plugin: Plugin = _lookup(agent_id, "plugin", pid, registries.plugins)
-        validated = _validate_plugin_config(agent_id, plugin, config.plugin_config.get(pid, {}))
-        manifest = plugin.manifest
-        contributions = plugin.resolve(validated)
-        check_contributions(pid, manifest.bound, contributions)
-        listed = catalogs.get(pid, ()) if catalogs else ()
-        if listed and not manifest.bound.dynamic_tools:
-            raise CapabilityBoundError(pid, "dynamic_tools=True", "lists catalog tools")
-        for t in (*contributions.tools, *listed):
-            tid = t.descriptor.id
-            if tid in tools:
-                owner = resolved.tool_owner.get(tid, "the agent's tool_ids")
-                raise AgentConfigError(
-                    f"agent {agent_id!r}: plugin {pid!r} contributes tool {tid!r}, which "
-                    f"{owner!r} already provides; tool ids must be unique"
-                )
-            tools[tid] = t
-            resolved.tool_owner[tid] = pid
-        resolved.bounds[pid] = manifest.bound
-        for point in PhaseHookPoint:
-            for hook in contributions.hooks_at(point):
-                resolved.hooks.setdefault(point, []).append((pid, hook))
-        resolved.gates.extend((pid, g) for g in contributions.tool_gates)
-        resolved.observers.extend((pid, o) for o in contributions.tool_observers)
-        resolved.guards.extend((pid, g) for g in contributions.run_end_guards)
-        resolved.dynamic_tools.extend((pid, d) for d in contributions.dynamic_tools)
-        resolved.stop_conditions.extend((pid, h) for h in contributions.stop_conditions)
-        if contributions.inherit:
-            resolved.inherited.add(pid)
-            resolved.inherited_gates.extend((pid, g) for g in contributions.tool_gates)
-        for table, given in (
-            (resolved.effect_handlers, contributions.effect_handlers),
-            (resolved.action_handlers, contributions.action_handlers),
-        ):
-            for name, handler in given.items():
-                if name in table:
-                    raise AgentConfigError(
-                        f"agent {agent_id!r}: plugins {table[name][0]!r} and {pid!r} both "
-                        f"handle {name!r}; a name has exactly one handler"
-                    )
-                table[name] = (pid, handler)  # type: ignore[assignment]
-        dumped = validated.model_dump(mode="json") if isinstance(validated, BaseModel) else {}
-        plugins.append(ResolvedPlugin(manifest=manifest, config=dumped))
-    if config.delegates:
-        from ..delegation._tool import DelegationTool  # agents without delegates never load it
+    return tools
 
-        delegation = DelegationTool(list(config.delegates), delegation_tool_id)
-        if delegation_tool_id in tools:
+
+def _add_plugin(
+    resolved: ResolvedAgent,
+    agent_id: str,
+    pid: str,
+    manifest: PluginManifest,
+    contributions: Contributions,
+    listed: Sequence[Tool],
+) -> None:
+    """Add what plugin ``pid`` contributes (within its bound) to ``resolved``."""
+    check_contributions(pid, manifest.bound, contributions)
+    if listed and not manifest.bound.dynamic_tools:
+        raise CapabilityBoundError(pid, "dynamic_tools=True", "lists catalog tools")
+    tools = resolved.tools
+    for t in (*contributions.tools, *listed):
+        tid = t.descriptor.id
+        if tid in tools:
+            owner = resolved.tool_owner.get(tid, "the agent's tool_ids")
             raise AgentConfigError(
-                f"agent {agent_id!r} has delegates, so {delegation_tool_id!r} is its delegation "
-                f"tool; remove the tool of that id from tool_ids or plugins"
+                f"agent {agent_id!r}: plugin {pid!r} contributes tool {tid!r}, which "
+                f"{owner!r} already provides; tool ids must be unique"
             )
-        tools[delegation_tool_id] = delegation
-    descriptors = [t.descriptor for t in tools.values()]
-    resolved.snapshot = _snapshot(
-        config=config,
-        tools=descriptors,
-        model=model,
-        plugins=plugins,
-        fingerprint=ExecutableAgentSnapshot.compute_fingerprint(
-            config, descriptors, model, plugins
-        ),
-    )
-    return resolved
+        tools[tid] = t
+        resolved.tool_owner[tid] = pid
+    resolved.bounds[pid] = manifest.bound
+    for point in PhaseHookPoint:
+        for hook in contributions.hooks_at(point):
+            resolved.hooks.setdefault(point, []).append((pid, hook))
+    resolved.gates.extend((pid, g) for g in contributions.tool_gates)
+    resolved.observers.extend((pid, o) for o in contributions.tool_observers)
+    resolved.guards.extend((pid, g) for g in contributions.run_end_guards)
+    resolved.dynamic_tools.extend((pid, d) for d in contributions.dynamic_tools)
+    resolved.stop_conditions.extend((pid, h) for h in contributions.stop_conditions)
+    if contributions.inherit:
+        resolved.inherited.add(pid)
+        resolved.inherited_gates.extend((pid, g) for g in contributions.tool_gates)
+    for table, given in (
+        (resolved.effect_handlers, contributions.effect_handlers),
+        (resolved.action_handlers, contributions.action_handlers),
+    ):
+        for name, handler in given.items():
+            if name in table:
+                raise AgentConfigError(
+                    f"agent {agent_id!r}: plugins {table[name][0]!r} and {pid!r} both "
+                    f"handle {name!r}; a name has exactly one handler"
+                )
+            table[name] = (pid, handler)  # type: ignore[assignment]
+
+
+def _add_delegation(
+    tools: dict[str, Tool], agent_id: str, delegates: list[str], delegation_tool_id: str
+) -> None:
+    """The delegation tool of an agent with delegates, under ``delegation_tool_id``."""
+    from ..delegation._tool import DelegationTool  # agents without delegates never load it
+
+    if delegation_tool_id in tools:
+        raise AgentConfigError(
+            f"agent {agent_id!r} has delegates, so {delegation_tool_id!r} is its delegation "
+            f"tool; remove the tool of that id from tool_ids or plugins"
+        )
+    tools[delegation_tool_id] = DelegationTool(delegates, delegation_tool_id)
 
 
 def _snapshot(**fields: Any) -> ExecutableAgentSnapshot:

@@ -14,7 +14,7 @@ from typing import Any
 
 from ...messages._message import to_openai
 from .._errors import ProviderAuthError
-from .._model import InferenceRequest
+from .._model import InferenceParams, InferenceRequest, ModelSpec
 
 __all__ = ["NO_KEY", "completion_kwargs", "needs_placeholder"]
 
@@ -58,18 +58,7 @@ def completion_kwargs(
     }
     tools = [tool.to_openai() for tool in request.tools]
     params = request.params
-    if params.temperature is not None:
-        kwargs["temperature"] = params.temperature
-    if params.top_p is not None:
-        kwargs["top_p"] = params.top_p
-    if params.max_output_tokens is not None:
-        kwargs["max_tokens"] = params.max_output_tokens
-    if params.reasoning_effort is not None:
-        kwargs["reasoning_effort"] = params.reasoning_effort
-    if params.stop:
-        kwargs["stop"] = list(params.stop)
-    if params.response_format is not None:
-        kwargs["response_format"] = params.response_format
+    _add_sampling(kwargs, params)
     output = request.output
     if output is not None:
         mode = output.mode
@@ -85,6 +74,31 @@ def completion_kwargs(
         kwargs["tools"] = tools
         if params.parallel_tool_calls is not None:
             kwargs["parallel_tool_calls"] = params.parallel_tool_calls
+    _add_credentials(kwargs, spec, key_env)
+    kwargs.update(spec.extra)
+    return kwargs
+
+
+def _add_sampling(kwargs: dict[str, Any], params: InferenceParams) -> None:
+    """The sampling parameters the request sets (the provider's defaults for the rest)."""
+    if params.temperature is not None:
+        kwargs["temperature"] = params.temperature
+    if params.top_p is not None:
+        kwargs["top_p"] = params.top_p
+    if params.max_output_tokens is not None:
+        kwargs["max_tokens"] = params.max_output_tokens
+    if params.reasoning_effort is not None:
+        kwargs["reasoning_effort"] = params.reasoning_effort
+    if params.stop:
+        kwargs["stop"] = list(params.stop)
+    if params.response_format is not None:
+        kwargs["response_format"] = params.response_format
+
+
+def _add_credentials(
+    kwargs: dict[str, Any], spec: ModelSpec, key_env: Callable[[], str | None]
+) -> None:
+    """``api_base`` and ``api_key``: the spec's key variable, or a keyless server's placeholder."""
     if spec.api_base:
         kwargs["api_base"] = spec.api_base
     if spec.api_key_env:
@@ -102,5 +116,3 @@ def completion_kwargs(
         # A local OpenAI-compatible server (Ollama, vLLM, llama.cpp) usually wants no
         # key, but the OpenAI client refuses to run without one.
         kwargs["api_key"] = NO_KEY
-    kwargs.update(spec.extra)
-    return kwargs
