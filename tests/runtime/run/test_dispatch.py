@@ -27,7 +27,6 @@ from awaken_runtime import (
     Scope,
 )
 from awaken_runtime.run._dispatch import Producer, call_all
-from awaken_runtime.run._phases import PhaseEngine
 from awaken_runtime.run._signals import End
 
 BI = PhaseHookPoint.BEFORE_INFERENCE
@@ -219,7 +218,7 @@ async def test_a_hook_timeout_scope_times_out_inside_that_hook(position: str) ->
 
 
 async def test_a_mixed_phase_commits_every_hooks_commands_on_one_snapshot(
-    make_context: Any, make_plugin: Any
+    make_parts: Any, make_plugin: Any
 ) -> None:
     seen: list[Any] = []
 
@@ -236,12 +235,12 @@ async def test_a_mixed_phase_commits_every_hooks_commands_on_one_snapshot(
             Contributions(phase_hooks={BI: hook}),
         )
 
-    ctx = make_context(plugins=[plugin("sync", False), plugin("slow", True), plugin("tail", False)])
-    await PhaseEngine(ctx).phase(BI)
+    run = make_parts(plugins=[plugin("sync", False), plugin("slow", True), plugin("tail", False)])
+    await run.phases.phase(BI)
     # every hook saw the pre-phase snapshot, eager or not, and one batch holds all three
     assert sorted(seen) == [("slow", None), ("sync", None), ("tail", None)]
-    assert len(ctx.engine.log) == 1
-    assert sorted(p for p, _c in ctx.engine.log[0].entries) == ["slow", "sync", "tail"]
+    assert len(run.leg.engine.log) == 1
+    assert sorted(p for p, _c in run.leg.engine.log[0].entries) == ["slow", "sync", "tail"]
 
 
 async def test_a_cancel_during_a_mixed_phase_ends_the_run_at_its_boundary(

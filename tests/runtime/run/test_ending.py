@@ -23,9 +23,9 @@ from awaken_runtime import (
     TokenUsage,
     ToolCall,
 )
+from awaken_runtime.run._calls_outcome import Parked
 from awaken_runtime.run._ending import leg_result, run_record
 from awaken_runtime.run._parking import ticket_parked_calls
-from awaken_runtime.run._run_context import Parked, RunContext
 from awaken_runtime.state._engine import StagedCommand
 
 
@@ -33,36 +33,36 @@ def _fields(model: BaseModel) -> dict[str, Any]:
     return {name: getattr(model, name) for name in type(model).model_fields}
 
 
-def _busy(ctx: RunContext) -> RunContext:
-    ctx.step = 2
-    ctx.usage = TokenUsage(prompt_tokens=5, completion_tokens=3)
-    ctx.cost = 0.25
-    ctx.final_text = "done"
-    ctx.finish_reason = "stop"
-    ctx.persisted.extend([Message.user("hi"), Message.assistant("done")])
-    ctx.engine.commit(
+def _busy(run: Any) -> Any:
+    run.leg.step = 2
+    run.leg.usage = TokenUsage(prompt_tokens=5, completion_tokens=3)
+    run.leg.cost = 0.25
+    run.leg.final_text = "done"
+    run.leg.finish_reason = "stop"
+    run.leg.persisted.extend([Message.user("hi"), Message.assistant("done")])
+    run.leg.engine.commit(
         "t",
         [
             StagedCommand("p", Command.set("r", 1, scope=Scope.RUN)),
             StagedCommand("p", Command.set("th", [1, 2], scope=Scope.THREAD)),
         ],
     )
-    return ctx
+    return run
 
 
-def test_leg_result_equals_the_validated_state_and_copies_the_runs_lists(make_context):
-    ctx = _busy(make_context())
-    ctx.parked.append(Parked(ToolCall(id="c1", name="x"), AwaitReason.USER_INPUT, {"q": 1}))
-    tickets = ticket_parked_calls(ctx, "snap_1")
+def test_leg_result_equals_the_validated_state_and_copies_the_runs_lists(make_parts):
+    run = _busy(make_parts())
+    parked = [Parked(ToolCall(id="c1", name="x"), AwaitReason.USER_INPUT, {"q": 1})]
+    tickets = ticket_parked_calls(run.deps, run.leg, parked, "snap_1")
     pending = [ScheduledAction(name="later", payload={"n": 1})]
-    state = leg_result(ctx, Phase.WAITING, None, tickets, pending)
+    state = leg_result(run.deps, run.leg, Phase.WAITING, None, tickets, pending)
     validated = RunState(**_fields(state))
     assert state == validated
     assert state.model_dump() == validated.model_dump()
     assert repr(state) == repr(validated)
     assert state.model_fields_set == validated.model_fields_set
     # what the run keeps changing afterwards is not the state's
-    ctx.persisted.append(Message.user("later"))
+    run.leg.persisted.append(Message.user("later"))
     tickets.clear()
     pending.clear()
     assert [m.text for m in state.new_messages] == ["hi", "done"]
@@ -70,21 +70,21 @@ def test_leg_result_equals_the_validated_state_and_copies_the_runs_lists(make_co
     assert state.value("th") == [1, 2] and state.value("r", Scope.RUN) == 1
 
 
-def test_an_ended_leg_reports_its_cause_like_the_validated_state(make_context):
-    ctx = _busy(make_context())
-    state = leg_result(ctx, Phase.ENDED, NaturalEnd(), [], [])
+def test_an_ended_leg_reports_its_cause_like_the_validated_state(make_parts):
+    run = _busy(make_parts())
+    state = leg_result(run.deps, run.leg, Phase.ENDED, NaturalEnd(), [], [])
     assert state == RunState(**_fields(state))
     assert state.final_text == "done" and state.ticket is None
 
 
-def test_run_record_equals_the_validated_record_and_copies_pending(make_context):
-    ctx = _busy(make_context())
+def test_run_record_equals_the_validated_record_and_copies_pending(make_parts):
+    run = _busy(make_parts())
     pending = [ScheduledAction(name="later")]
-    record = run_record(ctx, Phase.ENDED, NaturalEnd(), pending)
+    record = run_record(run.deps, run.leg, Phase.ENDED, NaturalEnd(), pending)
     validated = RunRecord(**_fields(record))
     assert record == validated
     assert record.model_dump(mode="json") == validated.model_dump(mode="json")
     assert record.model_fields_set == validated.model_fields_set
     pending.clear()
     assert [a.name for a in record.pending_actions] == ["later"]
-    assert record.started_at == ctx.started_at
+    assert record.started_at == run.leg.started_at

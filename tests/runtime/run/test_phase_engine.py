@@ -19,7 +19,6 @@ from awaken_runtime import (
     Scope,
     StagedCommand,
 )
-from awaken_runtime.run._phases import PhaseEngine
 from awaken_runtime.run._signals import End
 
 BI = PhaseHookPoint.BEFORE_INFERENCE
@@ -38,23 +37,23 @@ def writer(make_plugin: Any, pid: str, key: str, seen: list[Any], point: Any = B
     )
 
 
-async def test_hooks_of_one_point_share_one_snapshot_and_commit_once(make_context, make_plugin):
+async def test_hooks_of_one_point_share_one_snapshot_and_commit_once(make_parts, make_plugin):
     seen: list[Any] = []
-    ctx = make_context(
+    run = make_parts(
         plugins=[writer(make_plugin, "pa", "a", seen), writer(make_plugin, "pb", "b", seen)]
     )
-    engine = PhaseEngine(ctx)
+    engine = run.phases
     await engine.phase(BI)
     # Neither hook saw the other's write: both read the pre-phase snapshot.
     assert seen == [("pa", None, None), ("pb", None, None)]
-    assert ctx.engine.store.get_value("a", Scope.RUN) == "pa"
-    assert ctx.engine.store.get_value("b", Scope.RUN) == "pb"
-    assert len(ctx.engine.log) == 1 and len(ctx.engine.log[0].entries) == 2
+    assert run.leg.engine.store.get_value("a", Scope.RUN) == "pa"
+    assert run.leg.engine.store.get_value("b", Scope.RUN) == "pb"
+    assert len(run.leg.engine.log) == 1 and len(run.leg.engine.log[0].entries) == 2
     # Run-scope writes alone: committed and logged, but nothing for the thread store.
-    assert ctx.pending == []
+    assert run.leg.pending == []
 
 
-async def test_a_batch_with_a_durable_write_goes_to_the_store_whole(make_context, make_plugin):
+async def test_a_batch_with_a_durable_write_goes_to_the_store_whole(make_parts, make_plugin):
     async def hook(ctx: PhaseContext) -> HookReaction:
         return HookReaction(
             commands=[
@@ -68,13 +67,13 @@ async def test_a_batch_with_a_durable_write_goes_to_the_store_whole(make_context
         CapabilityBound(phase_hooks={BI}, state_keys=["run:a", "thread:t"]),
         Contributions(phase_hooks={BI: hook}),
     )
-    ctx = make_context(plugins=[plugin])
-    await PhaseEngine(ctx).phase(BI)
-    assert len(ctx.pending) == 1 and len(ctx.pending[0].entries) == 2
-    assert [c.key for c in ctx.step_delta] == ["a", "t"]
+    run = make_parts(plugins=[plugin])
+    await run.phases.phase(BI)
+    assert len(run.leg.pending) == 1 and len(run.leg.pending[0].entries) == 2
+    assert [c.key for c in run.leg.step_delta] == ["a", "t"]
 
 
-async def test_hooks_returning_nothing_commit_nothing(make_context, make_plugin):
+async def test_hooks_returning_nothing_commit_nothing(make_parts, make_plugin):
     calls: list[str] = []
 
     def quiet(pid: str) -> Any:
@@ -85,15 +84,15 @@ async def test_hooks_returning_nothing_commit_nothing(make_context, make_plugin)
             pid, CapabilityBound(phase_hooks={BI}), Contributions(phase_hooks={BI: hook})
         )
 
-    ctx = make_context(plugins=[quiet("q1"), quiet("q2")])
-    messages = await PhaseEngine(ctx).phase(BI)
+    run = make_parts(plugins=[quiet("q1"), quiet("q2")])
+    messages = await run.phases.phase(BI)
     assert calls == ["q1", "q2"] and messages == []
-    assert ctx.engine.log == [] and ctx.pending == [] and ctx.step_delta == []
+    assert run.leg.engine.log == [] and run.leg.pending == [] and run.leg.step_delta == []
 
 
-async def test_exclusive_conflict_commits_nothing(make_context):
-    ctx = make_context()
-    engine = PhaseEngine(ctx)
+async def test_exclusive_conflict_commits_nothing(make_parts):
+    run = make_parts()
+    engine = run.phases
     batch = [
         StagedCommand("p1", Command.set("k", 1, scope=Scope.RUN, merge=MergePolicy.EXCLUSIVE)),
         StagedCommand("p2", Command.set("k", 2, scope=Scope.RUN, merge=MergePolicy.EXCLUSIVE)),
@@ -103,14 +102,14 @@ async def test_exclusive_conflict_commits_nothing(make_context):
     failure = ended.value.cause.failure
     assert failure.kind == "state_conflict" and failure.key == "k"
     assert set(failure.producers) == {"p1", "p2"}
-    assert ctx.engine.store.get_value("k", Scope.RUN) is None
-    assert ctx.pending == [] and ctx.step_delta == []
+    assert run.leg.engine.store.get_value("k", Scope.RUN) is None
+    assert run.leg.pending == [] and run.leg.step_delta == []
 
 
-def test_stage_refuses_an_undeclared_key_and_stages_nothing_of_it(make_context, make_plugin):
+def test_stage_refuses_an_undeclared_key_and_stages_nothing_of_it(make_parts, make_plugin):
     plugin = make_plugin("narrow", CapabilityBound(state_keys=["run:mine"]))
-    ctx = make_context(plugins=[plugin])
-    engine = PhaseEngine(ctx)
+    run = make_parts(plugins=[plugin])
+    engine = run.phases
     batch: list[StagedCommand] = []
     engine.stage(batch, "narrow", "narrow", [Command.set("mine", 1, scope=Scope.RUN)])
     with pytest.raises(CapabilityBoundError, match="narrow") as err:
@@ -123,14 +122,14 @@ def test_stage_refuses_an_undeclared_key_and_stages_nothing_of_it(make_context, 
 
 
 @pytest.mark.parametrize("point", [BI, AT])
-async def test_transcript_messages_only_from_after_tool(make_context, make_plugin, point):
+async def test_transcript_messages_only_from_after_tool(make_parts, make_plugin, point):
     async def hook(ctx: PhaseContext) -> HookReaction:
         return HookReaction(messages=[Message.user("note")])
 
     plugin = make_plugin(
         "talker", CapabilityBound(phase_hooks={point}), Contributions(phase_hooks={point: hook})
     )
-    engine = PhaseEngine(make_context(plugins=[plugin]))
+    engine = make_parts(plugins=[plugin]).phases
     if point is AT:
         assert [m.text for m in await engine.phase(point)] == ["note"]
     else:
@@ -142,7 +141,7 @@ async def test_transcript_messages_only_from_after_tool(make_context, make_plugi
 
 @pytest.mark.parametrize("returned", [{"not": "a reaction"}, "text", 3])
 async def test_a_hook_returning_the_wrong_type_is_a_plugin_failure(
-    make_context, make_plugin, returned
+    make_parts, make_plugin, returned
 ):
     async def hook(ctx: PhaseContext) -> Any:
         return returned
@@ -151,64 +150,64 @@ async def test_a_hook_returning_the_wrong_type_is_a_plugin_failure(
         "odd", CapabilityBound(phase_hooks={BI}), Contributions(phase_hooks={BI: hook})
     )
     with pytest.raises(End) as ended:
-        await PhaseEngine(make_context(plugins=[plugin])).phase(BI)
+        await make_parts(plugins=[plugin]).phases.phase(BI)
     failure = ended.value.cause.failure
     assert (failure.plugin_id, failure.hook) == ("odd", "BEFORE_INFERENCE")
     assert "return a HookReaction or None" in failure.message
 
 
-async def test_a_raising_hook_names_its_plugin_and_point(make_context, make_plugin):
+async def test_a_raising_hook_names_its_plugin_and_point(make_parts, make_plugin):
     async def hook(ctx: PhaseContext) -> None:
         raise KeyError("boom")
 
     plugin = make_plugin(
         "bad", CapabilityBound(phase_hooks={BI}), Contributions(phase_hooks={BI: hook})
     )
-    ctx = make_context(plugins=[plugin])
+    run = make_parts(plugins=[plugin])
     with pytest.raises(End) as ended:
-        await PhaseEngine(ctx).phase(BI)
+        await run.phases.phase(BI)
     failure = ended.value.cause.failure
     assert (failure.kind, failure.plugin_id, failure.hook) == ("plugin", "bad", "BEFORE_INFERENCE")
     assert "KeyError" in failure.message
-    assert ctx.pending == []
+    assert run.leg.pending == []
 
 
-def test_idle_and_boundary(make_context, make_plugin):
+def test_idle_and_boundary(make_parts, make_plugin):
     async def hook(ctx: PhaseContext) -> None:
         return None
 
-    ctx = make_context(
+    run = make_parts(
         plugins=[
             make_plugin(
                 "p", CapabilityBound(phase_hooks={BI}), Contributions(phase_hooks={BI: hook})
             )
         ]
     )
-    engine = PhaseEngine(ctx)
+    engine = run.phases
     assert not engine.idle(BI)
     assert engine.idle(PhaseHookPoint.STEP_END)
     engine.boundary()  # nothing to stop for
-    ctx.stop_reason = "p: enough"
+    run.leg.stop_reason = "p: enough"
     with pytest.raises(End) as ended:
         engine.boundary()
     assert ended.value.cause.kind == "stopped" and ended.value.cause.reason == "p: enough"
-    ctx.stop_reason = None
-    ctx.cancel.cancel()
+    run.leg.stop_reason = None
+    run.leg.cancel.cancel()
     with pytest.raises(End) as ended:
         engine.boundary()
     assert ended.value.cause.kind == "cancelled"
 
 
-async def test_checkpoint_writes_only_what_is_new(make_context):
-    ctx = make_context()
-    engine = PhaseEngine(ctx)
+async def test_checkpoint_writes_only_what_is_new(make_parts):
+    run = make_parts()
+    engine = run.phases
     await engine.checkpoint()
-    assert ctx.version == 0  # nothing new: no store write at all
-    ctx.transcript.append(Message.user("hi"))
+    assert run.leg.version == 0  # nothing new: no store write at all
+    run.leg.transcript.append(Message.user("hi"))
     await engine.checkpoint()
-    assert ctx.version == 1
-    assert [m.text for m in ctx.persisted] == ["hi"]
-    snapshot = await ctx.store.load(ctx.binding)
+    assert run.leg.version == 1
+    assert [m.text for m in run.leg.persisted] == ["hi"]
+    snapshot = await run.deps.store.load(run.deps.binding)
     assert [m.text for m in snapshot.messages] == ["hi"] and snapshot.version == 1
     await engine.checkpoint()
-    assert ctx.version == 1
+    assert run.leg.version == 1

@@ -159,32 +159,33 @@ class NativeDelegationService:
 class ChildRunner:
     """A parent run's handle for starting children (given to tools and hooks).
 
-    It holds its parent run weakly: the run holds its runner (``children``), and a
-    strong reference back would make every run a reference cycle that only the
-    cyclic collector frees, which then walks every live run's objects (the cost of
-    many concurrent runs). A runner kept past its run's end raises ``RuntimeError``.
+    It holds its parent run (its ``RunDeps`` and ``LegState``) weakly: the run holds
+    its runner (``children``), and a strong reference back would make every run a
+    reference cycle that only the cyclic collector frees, which then walks every
+    live run's objects (the cost of many concurrent runs). A runner kept past its
+    run's end raises ``RuntimeError``.
     """
 
-    __slots__ = ("_parent", "service")
+    __slots__ = ("_leg", "_parent", "service")
 
-    def __init__(self, service: RunDelegationService, parent: Any) -> None:
+    def __init__(self, service: RunDelegationService, parent: Any, leg: Any) -> None:
         self.service = service
         self._parent = weakref.ref(parent)
+        self._leg = weakref.ref(leg)
 
     def __repr__(self) -> str:
         return f"ChildRunner(service={self.service!r}, parent={self._parent()!r})"
 
     @property
     def parent(self) -> Any:
-        """The parent run's ``RunContext`` (typed loosely: delegation sits below the run
-        layer)."""
-        run = self._parent()
-        if run is None:
-            raise RuntimeError(
-                "this ChildRunner's parent run has ended: start children, run inferences and "
-                "resume them from the tools and hooks of the run itself, while it runs"
-            )
-        return run
+        """The parent run's ``RunDeps``: its identity, agent and event sink (typed loosely:
+        delegation sits below the run layer)."""
+        return _alive(self._parent())
+
+    @property
+    def leg(self) -> Any:
+        """The parent run's ``LegState``: its step, cancellation, usage and delegation tree."""
+        return _alive(self._leg())
 
     def request(
         self, agent_id: str, prompt: str, thread_id: str, **extra: Any
@@ -192,9 +193,9 @@ class ChildRunner:
         """A request bound to the parent's identity, cancellation and event sink."""
         from ._delegation import DelegationRequest, DelegationTree  # once a run delegates
 
-        run = self.parent
-        if not run.lineage and (run.tree is None or run.tree.step != run.step):
-            run.tree = DelegationTree(run.step)  # a root run: each step counts afresh
+        run, leg = self.parent, self.leg
+        if not run.lineage and (leg.tree is None or leg.tree.step != leg.step):
+            leg.tree = DelegationTree(leg.step)  # a root run: each step counts afresh
         return DelegationRequest(
             agent_id=agent_id,
             prompt=prompt,
@@ -202,11 +203,11 @@ class ChildRunner:
             thread_id=thread_id,
             profile_id=run.binding.profile_id,
             namespace=run.binding.namespace,
-            cancel=run.cancel.child(),
+            cancel=leg.cancel.child(),
             on_event=run.emit,
             inherited=run.agent,
             lineage=(*run.lineage, run.config.id),
-            tree=run.tree,
+            tree=leg.tree,
             **extra,
         )
 
@@ -216,7 +217,7 @@ class ChildRunner:
 
     def roll_up(self, outcome: ChildOutcome) -> None:
         """Add a child's usage and cost to the parent run's totals."""
-        self.parent.add_usage(outcome.usage, outcome.cost)
+        self.leg.add_usage(outcome.usage, outcome.cost)
 
     async def run(
         self,
@@ -240,15 +241,14 @@ class ChildRunner:
         thread, and the usage and cost roll up into the parent run (cancellation
         is seen at the parent's next boundary).
         """
-        run = self.parent
         response: InferenceResponse | None = None
-        async for item in run.agent.executor.stream(request):
+        async for item in self.parent.executor.stream(request):
             if isinstance(item, InferenceResponse):
                 response = item
         if response is None:
             raise RuntimeError("the provider's stream ended without a final response")
         cost = request.model.cost(response.usage)
-        run.add_usage(response.usage, cost if cost is not None else response.cost)
+        self.leg.add_usage(response.usage, cost if cost is not None else response.cost)
         return response
 
     async def resume(self, payload: dict[str, Any], decision: Decision) -> ChildOutcome:
@@ -263,8 +263,18 @@ class ChildRunner:
         cost = outcome.cost
         if cost is not None and isinstance(counted_cost, (int, float)):
             cost = max(0.0, cost - counted_cost)
-        self.parent.add_usage(_since(outcome.usage, counted), cost)
+        self.leg.add_usage(_since(outcome.usage, counted), cost)
         return outcome
+
+
+def _alive(run: Any) -> Any:
+    """``run`` (a part of the parent run), or the error of a runner kept past its run."""
+    if run is None:
+        raise RuntimeError(
+            "this ChildRunner's parent run has ended: start children, run inferences and "
+            "resume them from the tools and hooks of the run itself, while it runs"
+        )
+    return run
 
 
 def _since(total: TokenUsage, counted: TokenUsage) -> TokenUsage:

@@ -1,1 +1,1 @@
-"""One run leg as collaborating parts around a RunContext; see AGENTS.md here (private)."""
+"""One run leg as parts given explicit RunDeps and LegState; see AGENTS.md here (private)."""

@@ -1,5 +1,4 @@
-"""A step's answer: the assistant message's metadata, and how an answer without
-tool calls ends the step.
+"""A step's final answer: how an answer without tool calls ends the step.
 
 An answer without tool calls (or with the structured output's final-result
 tool) is the final answer: validated into the agent's output when it declares
@@ -9,60 +8,52 @@ then put to the run-end guards, which may steer the run on.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..lifecycle._failures import EndCause, NaturalEnd
-from ..messages._message import PROVIDER_CALL_IDS, Message, ToolCall
+from ..messages._message import Message, ToolCall
 from ..models._model import InferenceResponse
 from ._guards import run_end_guards
 from ._truncation import truncated
 
 if TYPE_CHECKING:
+    from ._deps import RunDeps
+    from ._leg import LegState
     from ._phases import PhaseEngine
-    from ._run_context import RunContext
 
-__all__ = ["committed_answer", "final_answer", "step_metadata"]
-
-
-def step_metadata(
-    response: InferenceResponse, renamed: Mapping[str, str] | None
-) -> dict[str, object]:
-    """The assistant message's metadata: finish reason, reasoning, the provider's call ids."""
-    metadata: dict[str, object] = {"finish_reason": response.finish_reason}
-    reasoning = response.reasoning
-    if reasoning:
-        metadata["reasoning"] = reasoning
-    if renamed:
-        metadata[PROVIDER_CALL_IDS] = renamed
-    return metadata
+__all__ = ["committed_answer", "final_answer"]
 
 
 async def final_answer(
-    ctx: RunContext, phases: PhaseEngine, response: InferenceResponse, calls: Sequence[ToolCall]
+    deps: RunDeps,
+    leg: LegState,
+    phases: PhaseEngine,
+    response: InferenceResponse,
+    calls: Sequence[ToolCall],
 ) -> EndCause | None:
     """How a step whose answer is final ends: ``NaturalEnd``, another end, or ``None``
     (the run goes on: an invalid result, a continued truncation or a guard's steer)."""
     text = response.text
-    output = ctx.output
+    output = leg.output
     if output is not None:
-        final = output.settle(ctx, text, calls)
+        final = output.settle(leg.transcript, text, calls)
         if final is None:
             return None  # an invalid result: the model fixes it next step
     elif response.finish_reason == "length":
-        return truncated(ctx, text)
+        return truncated(deps, leg, text)
     else:
-        final = ctx.continued + text if ctx.continued else text
-    ctx.final_text = final
-    steer = await run_end_guards(ctx, phases)
+        final = leg.continued + text if leg.continued else text
+    leg.final_text = final
+    steer = await run_end_guards(deps, phases)
     if steer is None:
         return NaturalEnd()
     message = steer.message
-    ctx.transcript.append(Message.user(message) if isinstance(message, str) else message)
+    leg.transcript.append(Message.user(message) if isinstance(message, str) else message)
     return None
 
 
-def committed_answer(ctx: RunContext, messages: Sequence[Message]) -> bool:
+def committed_answer(leg: LegState, messages: Sequence[Message]) -> bool:
     """Whether ``messages`` (a thread a dead leg left ``RUNNING``) end with its final answer.
 
     A step's answer is checkpointed at its StepEnd, before the run's end record:
@@ -74,7 +65,7 @@ def committed_answer(ctx: RunContext, messages: Sequence[Message]) -> bool:
     answer it answers). Agents with a structured output settle their answer in
     the step, so they are left to the step as before.
     """
-    if not messages or ctx.output is not None:
+    if not messages or leg.output is not None:
         return False
     last = messages[-1]
     if last.role != "assistant" or last.tool_calls:
@@ -82,6 +73,6 @@ def committed_answer(ctx: RunContext, messages: Sequence[Message]) -> bool:
     reason = last.metadata.get("finish_reason") if last.metadata else None
     if reason == "length":
         return False
-    ctx.final_text = last.text or ""
-    ctx.finish_reason = reason if isinstance(reason, str) else None
+    leg.final_text = last.text or ""
+    leg.finish_reason = reason if isinstance(reason, str) else None
     return True

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ._deps import RunDeps
 from ._phases import PhaseEngine
-from ._run_context import RunContext
 
 if TYPE_CHECKING:
     from ..plugins._gates import Steer
@@ -13,28 +13,28 @@ if TYPE_CHECKING:
 __all__ = ["plugin_stop", "run_end_guards"]
 
 
-async def run_end_guards(ctx: RunContext, phases: PhaseEngine) -> Steer | None:
+async def run_end_guards(deps: RunDeps, phases: PhaseEngine) -> Steer | None:
     """The first guard's ``Steer``, in plugin order; ``None``: the run may end."""
-    guards = ctx.agent.guards
+    guards = deps.guards
     if not guards:
         return None
     from ..plugins._gates import Steer  # agents without guards never load the decisions
 
     for pid, guard in guards:
         ((_, decision),) = await phases.call_all(
-            "RUN_END_GUARD", [(pid, guard, ctx.hook_context("run_end_guard", pid))]
+            "RUN_END_GUARD", [(pid, guard, phases.hook_context("run_end_guard", pid))]
         )
         if isinstance(decision, Steer):
             return decision
     return None
 
 
-async def plugin_stop(ctx: RunContext, phases: PhaseEngine) -> str | None:
+async def plugin_stop(deps: RunDeps, phases: PhaseEngine) -> str | None:
     """The first plugin stop condition's reason (``"plugin: reason"``), or ``None``."""
-    hooks = ctx.agent.stop_conditions
+    hooks = deps.stop_conditions
     if not hooks:
         return None
-    results = await phases.call_all("STOP_CONDITION", ctx.hook_calls("stop_condition", hooks))
+    results = await phases.call_all("STOP_CONDITION", phases.hook_calls("stop_condition", hooks))
     for pid, reason in results:
         if reason:
             return f"{pid}: {reason}"

@@ -27,9 +27,10 @@ from ..plugins._context import (
     visible_tools,
 )
 from ..state._engine import Scope
+from ._deps import RunDeps
+from ._leg import LegState
 from ._provider_failure import filtered, provider_failure
 from ._request import CONTEXT_COOLDOWNS, ReplacedContent
-from ._run_context import RunContext
 from ._signals import End, fail, interrupted
 
 if TYPE_CHECKING:
@@ -51,102 +52,106 @@ _COOLDOWN_SLOT = (_RUN, CONTEXT_COOLDOWNS)
 class Inference:
     """Builds each step's request and streams it through the agent's executor."""
 
-    __slots__ = ("ctx",)
+    __slots__ = ("deps", "leg")
 
-    def __init__(self, ctx: RunContext) -> None:
-        self.ctx = ctx
+    def __init__(self, deps: RunDeps, leg: LegState) -> None:
+        self.deps = deps
+        self.leg = leg
 
     def base_request(self) -> InferenceRequest:
         """The request as it would be without any context entries or tool filters."""
-        ctx = self.ctx
-        transcript, policy = ctx.transcript, ctx.policy
+        deps = self.deps
+        leg = self.leg
+        transcript, policy = leg.transcript, deps.policy
         if isinstance(policy, KeepAll):  # the whole transcript after the system prompt
-            messages: Sequence[Message] = transcript.headed(ctx.assembler.head)
+            messages: Sequence[Message] = transcript.headed(deps.assembler.head)
         else:
             window = transcript.window(policy)
-            messages = ctx.assembler.messages(window, transcript.last_user_index, [])
+            messages = deps.assembler.messages(window, transcript.last_user_index, [])
         return InferenceRequest(
-            ctx.model,
+            deps.model,
             messages,
-            ctx.descriptors,
-            ctx.params,
-            ctx.run_id,
-            ctx.step,
-            ctx.output_spec,
+            deps.descriptors,
+            deps.params,
+            deps.run_id,
+            leg.step,
+            deps.output_spec,
         )
 
     def _override(self, override: dict[str, Any]) -> InferenceParams:
-        params = self.ctx.params
+        params = self.deps.params
         return InferenceParams.model_validate({**params.model_dump(), **override})
 
     def request(self) -> InferenceRequest:
         """This step's request; also records which tools it made visible."""
-        ctx = self.ctx
-        data = ctx.engine.data  # plain dict reads: this runs every step
+        deps = self.deps
+        leg = self.leg
+        data = leg.engine.data  # plain dict reads: this runs every step
         raw_context = data.get(_CONTEXT_SLOT)
         standing = data.get(_STANDING_SLOT)
         if standing:
-            raw_context = ctx.assembler.with_standing(standing, raw_context)
+            raw_context = deps.assembler.with_standing(standing, raw_context)
         filters = data.get(_FILTER_SLOT)
         override = data.get(_WINDOW_SLOT)
         params = data.get(_PARAMS_SLOT)
-        transcript = ctx.transcript
-        policy = ctx.policy
+        transcript = leg.transcript
+        policy = deps.policy
         if override is None and raw_context is None and isinstance(policy, KeepAll):
             # The common case: the whole transcript after the system prompt.
             transcript.decode_from(0)
-            messages: Sequence[Message] = transcript.headed(ctx.assembler.head)
+            messages: Sequence[Message] = transcript.headed(deps.assembler.head)
         else:
             if not isinstance(override, dict):
                 override = {}
             entries = (
-                ctx.assembler.entries(raw_context, ctx.step, data.get(_COOLDOWN_SLOT))
+                deps.assembler.entries(raw_context, leg.step, data.get(_COOLDOWN_SLOT))
                 if raw_context
                 else []
             )
             after = override.get("start_after_message_id")
             window = transcript.window(policy, after)
             transcript.decode_from(window.start)
-            messages = ctx.assembler.messages(window, transcript.last_user_index, entries)
+            messages = deps.assembler.messages(window, transcript.last_user_index, entries)
             replace = override.get("replace_content")
             if replace and isinstance(replace, dict):
                 messages = ReplacedContent(messages, replace)
         if filters:
-            tools = ctx.tools
+            tools = deps.tools
             ids = visible_tools(tools, filters)
-            ctx.visible = set(ids)
+            leg.visible = set(ids)
             descriptors = [tools[i].descriptor for i in ids]
         else:
-            ctx.visible = None
-            descriptors = ctx.descriptors
+            leg.visible = None
+            descriptors = deps.descriptors
         return InferenceRequest(
-            ctx.model,
+            deps.model,
             messages,
             descriptors,
-            self._override(params) if params else ctx.params,
-            ctx.run_id,
-            ctx.step,
-            ctx.output_spec,
+            self._override(params) if params else deps.params,
+            deps.run_id,
+            leg.step,
+            deps.output_spec,
         )
 
     async def infer(self, request: InferenceRequest) -> InferenceResponse:
         """Stream ``request``; emit text deltas; return the final response."""
-        ctx = self.ctx
+        deps = self.deps
+        leg = self.leg
         response: InferenceResponse | None = None
-        emit = ctx.emit
-        model = ctx.model
-        token = ctx.cancel
-        observation = ctx.observation
+        emit = deps.emit
+        model = deps.model
+        token = leg.cancel
+        observation = leg.observation
         seen = observation.start_inference(request) if observation is not None else None
         token.arm()
         try:
-            async for item in ctx.agent.executor.stream(request):
+            async for item in deps.executor.stream(request):
                 if isinstance(item, StreamDelta):
                     if emit is not None:
                         emit(
                             events.TextDelta(
-                                seq=ctx.next_seq(),
-                                run_id=ctx.run_id,
+                                seq=leg.next_seq(),
+                                run_id=deps.run_id,
                                 channel=item.channel,
                                 delta=scrub_text(item.text),
                             )
@@ -174,8 +179,8 @@ class Inference:
             if seen is not None:
                 seen.end(None, RuntimeError(why))
             raise fail(ProviderFailure(provider=model.provider, model=model.model, message=why))
-        ctx.finish_reason = finish = response.finish_reason
-        ctx.answered_by = response.model
+        leg.finish_reason = finish = response.finish_reason
+        leg.answered_by = response.model
         if finish == "content_filter":
             failure = filtered(model)
             if seen is not None:

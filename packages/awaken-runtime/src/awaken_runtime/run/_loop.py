@@ -6,8 +6,9 @@ BeforeToolExecute -> AfterToolExecute -> StepEnd]* -> RunEnd
 The thread store receives whole steps: a checkpoint after RunStart, at every
 StepEnd and at RunEnd. A step whose calls park is checkpointed as far as it
 got (with the parked-run record), and a resume (``Resumer``) continues that
-same step. ``AgentLoop`` composes the run's parts around one ``RunContext``:
-the phase engine, inference and the tool-call executor.
+same step. ``AgentLoop`` composes the run's parts, each given the leg's
+``RunDeps`` and ``LegState``: the phase engine, inference and the tool-call
+executor, whose ``CallsOutcome`` the step reads.
 """
 
 from __future__ import annotations
@@ -30,10 +31,8 @@ from ..lifecycle._failures import (
     Stopped,
 )
 from ..lifecycle._run_state import RunState
-from ..messages._call_ids import call_ids_of, prepare_calls
 from ..messages._message import Message, new_id
 from ..messages._transcript import Transcript
-from ..models._model import TokenUsage
 from ..plugins._actions import ScheduledAction
 from ..plugins._context import CONTEXT_MESSAGES, INFERENCE_PARAMS, REQUEST_WINDOW, TOOL_FILTER
 from ..plugins._plugin import PhaseHookPoint
@@ -41,24 +40,25 @@ from ..state._engine import MergePolicy, Scope
 from ..stores._thread_store import RunRecord, ThreadSnapshot
 from ..suspension._suspension import ParkedRun, ResumeTicket
 from ..tools._cancel import CancellationToken
-from ._answer import committed_answer, final_answer, step_metadata
+from ._answer import committed_answer, final_answer
+from ._calls_outcome import CallsOutcome
+from ._deps import RunDeps
 from ._ending import bound_failure, leg_result, run_record
 from ._guards import plugin_stop
 from ._inference import Inference
+from ._leg import LegState
 from ._parking import close_open_calls, parked_record, ticket_parked_calls
 from ._phases import RUNTIME, PhaseEngine
 from ._request import request_only_clears
-from ._run_context import Emit, RunContext
 from ._signals import End, lease_lost, log
+from ._step import begin_step, kept_calls, record_answer
 from ._stop import track_stops
 from ._tool_calls import ToolCallExecutor
 from ._wake import seed_actions
 
 if TYPE_CHECKING:
-    from ..agents._resolve import ResolvedAgent
     from ..lifecycle import _events as events
     from ..lifecycle._observer import Leg
-    from ..stores._thread_store import ScopeBinding, ThreadStore
 else:  # runs nobody listens to never load the event classes (see _lazy.py)
     events = LazyModule("awaken_runtime.lifecycle._events")
 
@@ -77,174 +77,121 @@ _COMM = MergePolicy.COMMUTATIVE
 _REQUEST_ONLY_SLOTS = tuple(
     (_RUN, k) for k in (CONTEXT_MESSAGES, TOOL_FILTER, INFERENCE_PARAMS, REQUEST_WINDOW)
 )
-_NO_USAGE = TokenUsage()
 
 
 class AgentLoop:
     """Steps one run leg of an agent over a thread, from its start or a resumed step."""
 
-    __slots__ = ("calls", "ctx", "inference", "phases")
+    __slots__ = ("calls", "deps", "inference", "leg", "phases")
 
-    def __init__(
-        self,
-        agent: ResolvedAgent,
-        store: ThreadStore,
-        binding: ScopeBinding,
-        run_id: str,
-        *,
-        cancel: CancellationToken | None = None,
-        emit: Emit | None = None,
-    ) -> None:
-        self.ctx = ctx = RunContext(agent, store, binding, run_id, cancel=cancel, emit=emit)
-        self.phases = phases = PhaseEngine(ctx)
-        self.inference = Inference(ctx)
-        self.calls = ToolCallExecutor(ctx, phases)
+    def __init__(self, deps: RunDeps, *, cancel: CancellationToken | None = None) -> None:
+        self.deps = deps
+        self.leg = leg = LegState(cancel, deps.output_check())
+        self.phases = phases = PhaseEngine(deps, leg)
+        self.inference = Inference(deps, leg)
+        self.calls = ToolCallExecutor(deps, leg, phases)
 
     # -- steps -----------------------------------------------------------------
 
-    async def step(self) -> EndCause | None:
-        """Run a step up to its tool calls; the caller parks or ends it."""
-        ctx = self.ctx
+    async def step(self) -> EndCause | CallsOutcome | None:
+        """Run a step up to its tool calls; the caller ends it (``EndCause`` or ``None``:
+        the run goes on) or parks it (the ``CallsOutcome`` of calls that parked)."""
+        deps = self.deps
+        leg = self.leg
         phases = self.phases
-        ctx.step += 1
-        ctx.open_step = True
-        ctx.step_usage = _NO_USAGE
-        ctx.step_delta = []
-        stop = ctx.stop
-        if stop is not None:
-            stop.start_step()
-        if ctx.emit is not None:
-            ctx.emit(events.StepStart(seq=ctx.next_seq(), run_id=ctx.run_id, step=ctx.step))
+        begin_step(deps, leg)
         if not phases.idle(_STEP_START):
             await phases.phase(_STEP_START)
             # Without StepStart work nothing ran since the boundary that ended
             # the previous step (or started the run): no second check needed.
             phases.boundary()
-        if not phases.idle(_BEFORE_INFERENCE):
-            await phases.phase(_BEFORE_INFERENCE, request=self.inference.base_request())
-            phases.boundary()
         inference = self.inference
-        lease = ctx.lease
+        if not phases.idle(_BEFORE_INFERENCE):
+            await phases.phase(_BEFORE_INFERENCE, request=inference.base_request())
+            phases.boundary()
+        lease = deps.lease
         if lease is not None and _clock() >= lease.check_at:
             await phases.hold()
         response = await inference.infer(inference.request())
-        # Locals: each attribute read on a pydantic model takes its slow path.
-        text, tool_calls, usage = response.text, response.tool_calls, response.usage
+        tool_calls = response.tool_calls  # a local: pydantic attribute reads are slow
         renamed = None
         if tool_calls:
-            seen = ctx.call_ids
-            if seen is None:
-                # Once per leg: the ids the store already indexed, else one scan of the thread.
-                known = ctx.history_call_ids
-                seen = ctx.call_ids = (
-                    set(known) if known is not None else call_ids_of(ctx.transcript.view())
-                )
-            # Inline (a function call per step costs more than this scan): fresh ids and
-            # flat arguments, the usual case, need nothing more.
-            added = 0
-            for call in tool_calls:
-                cid = call.id
-                if not cid or cid in seen:
-                    break
-                for value in call.arguments.values():
-                    if isinstance(value, (dict, list)):
-                        break
-                else:
-                    seen.add(cid)
-                    added += 1
-                    continue
-                break
-            if added < len(tool_calls):
-                # Unique ids, and poison arguments become an argument error before anything
-                # is stored; hooks, results and tickets all see the calls as kept from here.
-                seen.difference_update(c.id for c in tool_calls[:added])
-                tool_calls, renamed = prepare_calls(tool_calls, seen)
-                if renamed is not None:
-                    response = response.model_copy(update={"tool_calls": list(tool_calls)})
-        if stop is not None:
-            stop.on_text(text)
-        ctx.step_usage = usage
-        ctx.uncounted.append(usage)
-        step_cost = ctx.model.cost(usage)
-        if step_cost is None:
-            step_cost = response.cost  # the provider's own price table, if it knew the model
-        if step_cost is not None:
-            ctx.cost = (ctx.cost or 0.0) + step_cost
-        ctx.transcript.append(
-            Message(
-                id=new_id(),
-                role="assistant",
-                content=text or None,
-                tool_calls=list(tool_calls) or None,
-                metadata=step_metadata(response, renamed),
-            )
-        )
-        data = ctx.engine.data
+            tool_calls, renamed = kept_calls(leg, tool_calls)
+            if renamed is not None:
+                response = response.model_copy(update={"tool_calls": list(tool_calls)})
+        record_answer(deps, leg, response, tool_calls, renamed)
+        data = leg.engine.data
         s0, s1, s2, s3 = _REQUEST_ONLY_SLOTS
+        assembler = deps.assembler
         clear = (
-            request_only_clears(data, ctx.assembler.take_marks(), RUNTIME)
-            if s0 in data or s1 in data or s2 in data or s3 in data or ctx.assembler.marks
+            request_only_clears(data, assembler.take_marks(), RUNTIME)
+            if s0 in data or s1 in data or s2 in data or s3 in data or assembler.marks
             else None
         )
         if clear or not phases.idle(_AFTER_INFERENCE):
             await phases.phase(_AFTER_INFERENCE, clear, response=response)
         phases.boundary()
-        if tool_calls and (ctx.output is None or not ctx.output.claims(tool_calls)):
-            await self.calls.run_calls(tool_calls)
-            if ctx.held and not ctx.parked:
-                ctx.release_held()
+        output = leg.output
+        if tool_calls and (output is None or not output.claims(tool_calls)):
+            done = await self.calls.run_calls(tool_calls)
+            if done.parked:
+                return done
+            for message in done.held:  # after every result of the step: they stay contiguous
+                leg.transcript.append(message)
             return None
-        return await final_answer(ctx, phases, response, tool_calls)
+        return await final_answer(deps, leg, phases, response, tool_calls)
 
     async def end_step(self, outcome: EndCause | None) -> EndCause | None:
         """StepEnd: hooks, checkpoint, event; then the stop conditions and max-steps."""
-        ctx = self.ctx
+        deps = self.deps
+        leg = self.leg
         phases = self.phases
         if not phases.idle(_STEP_END):
             await phases.phase(_STEP_END)
         # A resumed leg's first checkpoint unparks the thread: its record says RUNNING again.
-        resumed = ctx.resumed
-        record = run_record(ctx, Phase.RUNNING, None) if resumed or ctx.progress else None
+        resumed = leg.resumed
+        record = run_record(deps, leg, Phase.RUNNING, None) if resumed or deps.progress else None
         await phases.checkpoint(record, force=resumed)
-        ctx.open_step = False
-        ctx.resumed = False
-        if ctx.emit is not None:
-            ctx.emit(
+        leg.open_step = False
+        leg.resumed = False
+        if deps.emit is not None:
+            deps.emit(
                 events.StepEnd(
-                    seq=ctx.next_seq(),
-                    run_id=ctx.run_id,
-                    step=ctx.step,
-                    usage=ctx.step_usage,
-                    state_delta=ctx.step_delta,
-                    finish_reason=ctx.finish_reason,
-                    model=ctx.answered_by,
+                    seq=leg.next_seq(),
+                    run_id=deps.run_id,
+                    step=leg.step,
+                    usage=leg.step_usage,
+                    state_delta=leg.step_delta,
+                    finish_reason=leg.finish_reason,
+                    model=leg.answered_by,
                 )
             )
         phases.boundary()
         # A natural end is a StepEnd like any other: a final answer that matches
         # stop_on_text (or ends over a budget) ends Stopped, as documented.
-        if ctx.stop is not None and (outcome is None or isinstance(outcome, NaturalEnd)):
-            tokens = ctx.totals()
-            reason = ctx.stop.check(tokens[0] + tokens[1], ctx.cost)
+        if leg.stop is not None and (outcome is None or isinstance(outcome, NaturalEnd)):
+            tokens = leg.totals()
+            reason = leg.stop.check(tokens[0] + tokens[1], leg.cost)
             if reason is None:
-                reason = await plugin_stop(ctx, phases)
+                reason = await plugin_stop(deps, phases)
             if reason is not None:
                 return Stopped(reason=reason)
-        if outcome is None and ctx.step >= ctx.max_steps:
-            outcome = MaxSteps(max_steps=ctx.max_steps)
+        if outcome is None and leg.step >= deps.max_steps:
+            outcome = MaxSteps(max_steps=deps.max_steps)
         return outcome
 
     async def drive(self, outcome: EndCause | None = None, *, first: bool = False) -> RunState:
         """Continue stepping until the run ends or parks, then finish."""
-        ctx = self.ctx
+        deps = self.deps
         cause: EndCause | None = None
         try:
             while True:
                 if not first:
-                    outcome = await self.step()
+                    ended = await self.step()
+                    if isinstance(ended, CallsOutcome):  # calls of the step parked
+                        return await self.park(ended)
+                    outcome = ended
                 first = False
-                if ctx.parked:
-                    return await self.park()
                 cause = await self.end_step(outcome)
                 if cause is not None:
                     break
@@ -253,29 +200,43 @@ class AgentLoop:
         except CapabilityBoundError as exc:
             cause = bound_failure(exc)
         except VersionConflict as exc:
-            cause = lease_lost(ctx.binding.thread_id, str(exc))
+            cause = lease_lost(deps.binding.thread_id, str(exc))
         except Exception as exc:
-            log.exception("internal error in run %s", ctx.run_id)
+            log.exception("internal error in run %s", deps.run_id)
             cause = Error(failure=InternalFailure(message=f"{type(exc).__name__}: {exc}"))
         return await self.finish(cause)
 
     # -- starting, parking, finishing -------------------------------------------
 
-    def start_event(self, leg: Leg = "start", tickets: Sequence[ResumeTicket] = ()) -> None:
+    def open_leg(self, snapshot: ThreadSnapshot, *, resumed: bool = False) -> None:
+        """Start the leg on a loaded thread: watch its cancel token, start its stop
+        figures and take the thread's state, messages and version (``resumed``: the
+        leg continues a parked step, which is open already)."""
+        leg = self.leg
+        leg.cancel.attach()
+        leg.resumed = leg.open_step = resumed
+        track_stops(self.deps, leg)
+        leg.version = snapshot.version
+        leg.engine.data.update(snapshot.state)
+        leg.transcript = Transcript(snapshot.messages)
+        leg.history_call_ids = snapshot.call_ids
+
+    def start_event(self, kind: Leg = "start", tickets: Sequence[ResumeTicket] = ()) -> None:
         """Emit this leg's ``RunStart``; start its observation (``tickets``: those it answers)."""
-        ctx = self.ctx
-        if ctx.observer is not None:
+        deps = self.deps
+        leg = self.leg
+        if deps.observer is not None:
             from ._observing import observe_start  # only runs with an observer load it
 
-            observe_start(ctx, ctx.observer, leg, tickets)
-        if ctx.emit is not None:
-            ctx.emit(
+            observe_start(deps, leg, kind, tickets)
+        if deps.emit is not None:
+            deps.emit(
                 events.RunStart(
-                    seq=ctx.next_seq(),
-                    run_id=ctx.run_id,
-                    thread_id=ctx.binding.thread_id,
-                    agent_id=ctx.config.id,
-                    parent_run_id=ctx.parent_run_id,
+                    seq=leg.next_seq(),
+                    run_id=deps.run_id,
+                    thread_id=deps.binding.thread_id,
+                    agent_id=deps.config.id,
+                    parent_run_id=deps.parent_run_id,
                 )
             )
 
@@ -287,85 +248,76 @@ class AgentLoop:
     ) -> RunState:
         """Start a run on a loaded thread and drive it to an end or a park (``actions``:
         scheduled actions carried in from an ended run, see ``_wake``)."""
-        ctx = self.ctx
-        ctx.cancel.attach()
-        ctx.parked = []
-        ctx.held = []
-        ctx.resumed = False
-        track_stops(ctx)
-        ctx.version = snapshot.version
-        ctx.engine.data.update(snapshot.state)
-        ctx.transcript = Transcript(snapshot.messages)
-        ctx.history_call_ids = snapshot.call_ids
-        carried = seed_actions(ctx, actions) if actions else None
+        deps = self.deps
+        leg = self.leg
+        self.open_leg(snapshot)
+        carried = seed_actions(deps, leg, actions) if actions else None
         self.start_event()
         for message in input_messages:
-            ctx.transcript.append(message)
+            leg.transcript.append(message)
         try:
             await self.phases.phase(_RUN_START, carried)
-            await self.phases.checkpoint(run_record(ctx, Phase.RUNNING, None))
+            await self.phases.checkpoint(run_record(deps, leg, Phase.RUNNING, None))
             self.phases.boundary()
         except End as end:
             return await self.finish(end.cause)
         except CapabilityBoundError as exc:
             return await self.finish(bound_failure(exc))
         except VersionConflict as exc:
-            return await self.finish(lease_lost(ctx.binding.thread_id, str(exc)))
+            return await self.finish(lease_lost(deps.binding.thread_id, str(exc)))
         return await self.drive()
 
     async def carry_on(self, snapshot: ThreadSnapshot, record: RunRecord) -> RunState:
         """Continue a run whose process died, from its last committed step (``record``)."""
-        ctx = self.ctx
-        ctx.cancel.attach()
-        ctx.parked, ctx.held, ctx.resumed = [], [], False
-        track_stops(ctx)
-        ctx.version = snapshot.version
-        ctx.engine.data.update(snapshot.state)
-        ctx.transcript = Transcript(snapshot.messages)
-        ctx.history_call_ids = snapshot.call_ids
-        ctx.step, ctx.usage, ctx.cost = record.steps, record.usage, record.cost
-        ctx.started_at = record.started_at
+        leg = self.leg
+        self.open_leg(snapshot)
+        leg.step, leg.usage, leg.cost = record.steps, record.usage, record.cost
+        leg.started_at = record.started_at
         self.start_event("continue")
-        if committed_answer(ctx, snapshot.messages):
+        if committed_answer(leg, snapshot.messages):
             return await self.finish(NaturalEnd())  # its answer is in: never asked twice
         return await self.drive()
 
-    async def park(self) -> RunState:
-        """End this leg ``WAITING``: the parked calls become tickets in the stored record."""
-        ctx = self.ctx
-        if ctx.effects:
+    async def park(self, done: CallsOutcome, kept: Sequence[ResumeTicket] = ()) -> RunState:
+        """End this leg ``WAITING``: the calls ``done`` parked become tickets in the stored
+        record, beside the tickets still ``kept`` from the leg that parked before."""
+        deps = self.deps
+        leg = self.leg
+        if leg.effects:
             # Effects of what committed before the park, and of the Suspend decisions
             # themselves (their outcome is the parked record): delivered once, now.
             await self.phases.run_effects(_AFTER_TOOL)
         snapshot_id = new_id("snap_")
-        tickets = [*ctx.kept_tickets, *ticket_parked_calls(ctx, snapshot_id)]
-        return await self.finish(None, parked=parked_record(ctx, snapshot_id, tickets))
+        tickets = [*kept, *ticket_parked_calls(deps, leg, done.parked, snapshot_id)]
+        parked = parked_record(deps, leg, snapshot_id, tickets, done.held)
+        return await self.finish(None, parked=parked)
 
     async def finish(self, cause: EndCause | None, parked: ParkedRun | None = None) -> RunState:
         """RunEnd (unless parking), the last checkpoint and the leg's ``RunState``."""
-        ctx = self.ctx
+        deps = self.deps
+        leg = self.leg
         phase = Phase.WAITING if parked is not None else Phase.ENDED
-        if ctx.deadline is not None:
-            ctx.deadline.cancel()
-            ctx.deadline = None
-            if isinstance(cause, Cancelled) and ctx.cancel.reason == ctx.timeout_reason:
-                cause = Stopped(reason=ctx.timeout_reason)
+        if leg.deadline is not None:
+            leg.deadline.cancel()
+            leg.deadline = None
+            if isinstance(cause, Cancelled) and leg.cancel.reason == leg.timeout_reason:
+                cause = Stopped(reason=leg.timeout_reason)
         lost = isinstance(cause, Error) and isinstance(cause.failure, LeaseLostFailure)
-        executed = [m.tool_call_id for m in ctx.transcript.uncommitted() if m.role == "tool"]
+        executed = [m.tool_call_id for m in leg.transcript.uncommitted() if m.role == "tool"]
         if cause is not None:
             self.phases.discard()
-            if ctx.open_step and lost:
+            if leg.open_step and lost:
                 # What executed happened: keep it, and answer the calls never run (the
                 # lease is checked before a call executes, so none was under way).
-                ctx.applying = None
-                close_open_calls(ctx, "the run lost its thread before it ran the call.")
-            elif ctx.open_step:
+                leg.applying = None
+                close_open_calls(leg, "the run lost its thread before it ran the call.")
+            elif leg.open_step:
                 # The thread keeps whole steps: drop what the unfinished step added...
-                ctx.transcript.rollback()
-                ctx.pending = []
-                if ctx.resumed:
+                leg.transcript.rollback()
+                leg.pending = []
+                if leg.resumed:
                     # ...but a parked step was checkpointed part-way: close its calls.
-                    close_open_calls(ctx, cause)
+                    close_open_calls(leg, cause)
             try:
                 await self.phases.phase(_RUN_END)
             except End as end:
@@ -377,7 +329,7 @@ class AgentLoop:
         # A waiting run keeps its pending actions for the resume; an ended one reports them.
         pending = self.phases.unrun_actions() if parked is None else []
         try:
-            record = run_record(ctx, phase, cause, pending)
+            record = run_record(deps, leg, phase, cause, pending)
             await self.phases.checkpoint(record, parked, force=True)
         except VersionConflict as exc:
             # Another run committed to the thread: nothing of this leg's end is stored.
@@ -385,11 +337,11 @@ class AgentLoop:
             why = failure.message if isinstance(failure, LeaseLostFailure) else str(exc)
             cause = Error(
                 failure=LeaseLostFailure(
-                    thread_id=ctx.binding.thread_id,
+                    thread_id=deps.binding.thread_id,
                     message=why,
                     unrecorded_call_ids=tuple(i for i in executed if i is not None),
                 )
             )
             phase, parked = Phase.ENDED, None
         tickets = parked.tickets if parked is not None else []
-        return leg_result(ctx, phase, cause, tickets, pending)
+        return leg_result(deps, leg, phase, cause, tickets, pending)

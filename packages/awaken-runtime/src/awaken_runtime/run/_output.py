@@ -20,7 +20,7 @@ from ..models._output import OutputSpec
 from ._signals import fail
 
 if TYPE_CHECKING:
-    from ._run_context import RunContext
+    from ..messages._transcript import Transcript
 
 __all__ = ["OutputCheck"]
 
@@ -43,7 +43,7 @@ class OutputCheck:
         name = self.spec.name
         return any(call.name == name for call in calls)
 
-    def settle(self, ctx: RunContext, text: str, calls: Sequence[ToolCall]) -> str | None:
+    def settle(self, transcript: Transcript, text: str, calls: Sequence[ToolCall]) -> str | None:
         """The accepted result as JSON text, or ``None`` when the model must try again.
 
         Appends the answers the transcript needs (every call of the step gets a
@@ -57,7 +57,6 @@ class OutputCheck:
             value, errors = _parse_text(text)
         if not errors:
             errors = spec.errors(value)
-        transcript = ctx.transcript
         for call in calls:
             if call is not ours:
                 transcript.append(Message.tool(call.id, _NOT_RUN, name=call.name))

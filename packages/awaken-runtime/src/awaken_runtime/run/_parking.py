@@ -1,16 +1,20 @@
 """What a parked step leaves in the store: tickets, the parked-run record, closed calls.
 
-Pure functions of the ``RunContext``: the step loop uses them to park a step,
+Functions of the run's ``RunDeps`` and ``LegState``: the step loop uses them to park a step,
 the resumer to checkpoint each decided call and to re-park what still waits.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..lifecycle._failures import EndCause
 from ..messages._message import Message, ToolCall, new_id
 from ..state._engine import Scope
 from ..suspension._suspension import ParkedRun, ResumeTicket
-from ._run_context import RunContext
+from ._calls_outcome import Parked
+from ._deps import RunDeps
+from ._leg import LegState
 
 __all__ = [
     "UNKNOWN_OUTCOME",
@@ -23,48 +27,56 @@ __all__ = [
 _RUN = Scope.RUN
 
 
-def ticket_parked_calls(ctx: RunContext, snapshot_id: str) -> list[ResumeTicket]:
-    """Turn the calls parked so far into tickets (and forget them as parked)."""
+def ticket_parked_calls(
+    deps: RunDeps, leg: LegState, parked_calls: Sequence[Parked], snapshot_id: str
+) -> list[ResumeTicket]:
+    """Turn ``parked_calls`` into tickets of this leg."""
     tickets = []
-    for parked in ctx.parked:
+    for parked in parked_calls:
         ticket = ResumeTicket(
             ticket_id=new_id("tkt_"),
-            run_id=ctx.run_id,
-            thread_id=ctx.binding.thread_id,
+            run_id=deps.run_id,
+            thread_id=deps.binding.thread_id,
             snapshot_id=snapshot_id,
-            fingerprint=ctx.agent.snapshot.fingerprint,
+            fingerprint=deps.agent.snapshot.fingerprint,
             await_reason=parked.reason,
             call=parked.call,
             payload=parked.payload,
             deadline=parked.deadline,
             not_before=parked.not_before,
-            trace=ctx.trace,
+            trace=leg.trace,
         )
-        if ctx.ticket_secret is not None:
-            ticket = ticket.signed(ctx.ticket_secret)
+        if deps.ticket_secret is not None:
+            ticket = ticket.signed(deps.ticket_secret)
         tickets.append(ticket)
-    ctx.parked = []
     return tickets
 
 
-def parked_record(ctx: RunContext, snapshot_id: str, tickets: list[ResumeTicket]) -> ParkedRun:
-    """The stored record of a parked run: where it stopped and which tickets wait."""
-    binding = ctx.binding
+def parked_record(
+    deps: RunDeps,
+    leg: LegState,
+    snapshot_id: str,
+    tickets: list[ResumeTicket],
+    held: Sequence[Message],
+) -> ParkedRun:
+    """The stored record of a parked run: where it stopped, which tickets wait, and the
+    AFTER_TOOL messages (``held``) that follow the step's results once none waits."""
+    binding = deps.binding
     return ParkedRun(
-        run_id=ctx.run_id,
-        agent_id=ctx.config.id,
-        fingerprint=ctx.agent.snapshot.fingerprint,
+        run_id=deps.run_id,
+        agent_id=deps.config.id,
+        fingerprint=deps.agent.snapshot.fingerprint,
         snapshot_id=snapshot_id,
         thread_id=binding.thread_id,
         profile_id=binding.profile_id,
         namespace=binding.namespace,
-        step=ctx.step,
-        seq=ctx.seq + 1,
-        usage=ctx.usage,
-        cost=ctx.cost,
-        run_state=[(k, v) for (s, k), v in ctx.engine.data.items() if s is _RUN],
+        step=leg.step,
+        seq=leg.seq + 1,
+        usage=leg.usage,
+        cost=leg.cost,
+        run_state=[(k, v) for (s, k), v in leg.engine.data.items() if s is _RUN],
         tickets=tickets,
-        held_messages=list(ctx.held),
+        held_messages=list(held),
     )
 
 
@@ -75,10 +87,10 @@ UNKNOWN_OUTCOME = (
 """What the model is told about a call an earlier resume claimed and never answered."""
 
 
-def open_calls(ctx: RunContext) -> list[ToolCall]:
+def open_calls(leg: LegState) -> list[ToolCall]:
     """The calls of the transcript's last tool-calling step that have no result yet."""
     answered = set()
-    for message in reversed(ctx.transcript.view()):
+    for message in reversed(leg.transcript.view()):
         if message.role == "tool":
             answered.add(message.tool_call_id)
             continue
@@ -88,19 +100,19 @@ def open_calls(ctx: RunContext) -> list[ToolCall]:
     return []
 
 
-def close_open_calls(ctx: RunContext, why: EndCause | str) -> None:
+def close_open_calls(leg: LegState, why: EndCause | str) -> None:
     """Answer calls of a checkpointed, unfinished step so the thread stays valid.
 
-    A call an earlier, dead resume claimed (``ctx.orphans``) may have run: the
+    A call an earlier, dead resume claimed (``leg.orphans``) may have run: the
     model is told its outcome is unknown, never that it did not run.
     """
     reason = why if isinstance(why, str) else f"the run ended ({why.kind})."
-    for call in open_calls(ctx):
-        if call.id in ctx.orphans:
+    for call in open_calls(leg):
+        if call.id in leg.orphans:
             text = UNKNOWN_OUTCOME
         else:
-            how = "interrupted" if call.id == ctx.applying else "not executed"
+            how = "interrupted" if call.id == leg.applying else "not executed"
             text = f"The call was {how}: {reason}"
-        ctx.transcript.append(
+        leg.transcript.append(
             Message.tool(call.id, text, name=call.name, metadata={"is_error": True})
         )

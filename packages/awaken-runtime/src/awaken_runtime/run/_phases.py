@@ -9,7 +9,7 @@ measure what a hook point costs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
@@ -25,7 +25,7 @@ from ..lifecycle._failures import (
 from ..messages._message import Message, ToolCall, new_id
 from ..models._model import InferenceRequest, InferenceResponse
 from ..plugins._actions import ACTIONS_KEY, ScheduledAction
-from ..plugins._plugin import HookReaction, PhaseHookPoint
+from ..plugins._plugin import HookReaction, PhaseContext, PhaseHookPoint, RunInfo
 from ..state._effects import EFFECT_FAILURES_KEY, Effect
 from ..state._engine import Command, MergePolicy, Scope, StagedCommand
 from ..stores._errors import LeaseLost
@@ -33,8 +33,9 @@ from ..stores._thread_store import RunRecord
 from ..suspension._suspension import ParkedRun
 from ..tools._tool import ToolOutput
 from ._bounds import check_bound
+from ._deps import RunDeps
 from ._dispatch import Producer, call_all, start_all
-from ._run_context import RunContext
+from ._leg import LegState
 from ._signals import End, fail, lease_lost, log
 
 __all__ = ["MAX_ACTION_ROUNDS", "RUNTIME", "PhaseEngine"]
@@ -56,12 +57,92 @@ MAX_ACTION_ROUNDS = 16
 
 
 class PhaseEngine:
-    """Hooks, bound checks, commits and checkpoints of one run leg (see ``RunContext``)."""
+    """Hooks, bound checks, commits and checkpoints of one run leg (its ``RunDeps`` and
+    ``LegState``)."""
 
-    __slots__ = ("ctx",)
+    __slots__ = ("deps", "hooks", "leg")
 
-    def __init__(self, ctx: RunContext) -> None:
-        self.ctx = ctx
+    def __init__(self, deps: RunDeps, leg: LegState) -> None:
+        self.deps = deps
+        self.leg = leg
+        self.hooks = deps.hooks  # read at every idle check: one attribute, not two
+
+    # -- hook contexts -------------------------------------------------------
+
+    def info(self) -> RunInfo:
+        """The run's identity as hooks see it (one object per step, shared by its hooks)."""
+        leg = self.leg
+        info = leg.run_info
+        if info is None or info.step != leg.step:
+            deps = self.deps
+            binding = deps.binding
+            info = leg.run_info = RunInfo(
+                run_id=deps.run_id,
+                thread_id=binding.thread_id,
+                agent_id=deps.config.id,
+                profile_id=binding.profile_id,
+                namespace=binding.namespace,
+                step=leg.step,
+            )
+        return info
+
+    def hook_context(
+        self,
+        point: PhaseHookPoint | str,
+        plugin_id: str,
+        request: InferenceRequest | None = None,
+        response: InferenceResponse | None = None,
+        tool_call: ToolCall | None = None,
+        tool_output: ToolOutput | None = None,
+    ) -> PhaseContext:
+        """The read-only context one hook of ``plugin_id`` gets at ``point``."""
+        leg = self.leg
+        rest = self._after_plugin_id(request, response, tool_call, tool_output)
+        return PhaseContext(
+            point, leg.engine.store, self.info(), leg.transcript.view(), plugin_id, *rest
+        )
+
+    def hook_calls(
+        self,
+        point: PhaseHookPoint | str,
+        hooks: Sequence[tuple[str, Callable[[PhaseContext], Any]]],
+        request: InferenceRequest | None = None,
+        response: InferenceResponse | None = None,
+        tool_call: ToolCall | None = None,
+        tool_output: ToolOutput | None = None,
+    ) -> list[Producer]:
+        """The producers running each of ``hooks`` at ``point`` on the same snapshot.
+
+        The snapshot, run info and transcript view are read once and shared;
+        each hook's context differs only in its ``plugin_id``.
+        """
+        leg = self.leg
+        store, info, view = leg.engine.store, self.info(), leg.transcript.view()
+        rest = self._after_plugin_id(request, response, tool_call, tool_output)
+        return [
+            (pid, hook, PhaseContext(point, store, info, view, pid, *rest)) for pid, hook in hooks
+        ]
+
+    def _after_plugin_id(
+        self,
+        request: InferenceRequest | None,
+        response: InferenceResponse | None,
+        tool_call: ToolCall | None,
+        tool_output: ToolOutput | None,
+    ) -> tuple[Any, ...]:
+        """``PhaseContext``'s fields after ``plugin_id``, in its field order: contexts are
+        built positionally (a keyword call of the dataclass ``__init__`` costs more, once
+        per hook, on every phase)."""
+        leg = self.leg
+        return (
+            request,
+            response,
+            tool_call,
+            tool_output,
+            self.deps.children,
+            leg.decision,
+            leg.ticket,
+        )
 
     # -- committing --------------------------------------------------------
 
@@ -74,8 +155,9 @@ class PhaseEngine:
     ) -> None:
         """Add ``cmds`` to ``batch``, each checked against ``plugin_id``'s bound."""
         if plugin_id is not None:
-            ctx = self.ctx
-            bound, owners = ctx.agent.bounds[plugin_id], ctx.context_owners
+            deps = self.deps
+            leg = self.leg
+            bound, owners = deps.bounds[plugin_id], leg.context_owners
             for command in cmds:
                 check_bound(bound, plugin_id, command, owners)
                 batch.append(StagedCommand(producer, command))
@@ -87,9 +169,9 @@ class PhaseEngine:
         """Commit ``batch`` to the state engine; a conflict ends the run, committing nothing."""
         if not batch:
             return
-        ctx = self.ctx
+        leg = self.leg
         try:
-            committed = ctx.engine.commit(phase, batch)
+            committed = leg.engine.commit(phase, batch)
         except StateConflictError as exc:
             raise fail(
                 StateConflictFailure(
@@ -97,7 +179,7 @@ class PhaseEngine:
                 )
             ) from exc
         if committed is not None:
-            delta = ctx.step_delta
+            delta = leg.step_delta
             durable = False
             for _producer, command in committed.entries:
                 delta.append(command)
@@ -106,29 +188,30 @@ class PhaseEngine:
             if durable:
                 # Stores keep no run-scope state: a batch of run-scope writes alone
                 # (request context and its clearing, run audits) is not theirs to write.
-                ctx.pending.append(committed)
+                leg.pending.append(committed)
 
     async def checkpoint(
         self, record: RunRecord | None = None, parked: ParkedRun | None = None, force: bool = False
     ) -> None:
         """Write what is new (messages, committed batches, records) to the thread store."""
-        ctx = self.ctx
-        messages = ctx.transcript.uncommitted()
-        if not (messages or ctx.pending or record or parked or force):
+        deps = self.deps
+        leg = self.leg
+        messages = leg.transcript.uncommitted()
+        if not (messages or leg.pending or record or parked or force):
             return
-        lease = ctx.lease
+        lease = deps.lease
         if lease is None:
-            ctx.version = await ctx.store.commit(
-                ctx.binding, ctx.version, messages, ctx.pending, record, parked
+            leg.version = await deps.store.commit(
+                deps.binding, leg.version, messages, leg.pending, record, parked
             )
         else:  # fenced: once another holder took the thread, nothing more is written
-            ctx.version = await ctx.store.commit(
-                ctx.binding, ctx.version, messages, ctx.pending, record, parked, lease=lease.lease
+            leg.version = await deps.store.commit(
+                deps.binding, leg.version, messages, leg.pending, record, parked, lease=lease.lease
             )
-        ctx.transcript.mark_committed()
-        ctx.persisted.extend(messages)
-        if ctx.pending:
-            ctx.pending = []
+        leg.transcript.mark_committed()
+        leg.persisted.extend(messages)
+        if leg.pending:
+            leg.pending = []
 
     # -- hooks ---------------------------------------------------------------
 
@@ -144,7 +227,8 @@ class PhaseEngine:
         allow_messages: bool = False,
     ) -> list[Message]:
         """Stage what hooks returned; transcript messages only where ``allow_messages``."""
-        ctx = self.ctx
+        deps = self.deps
+        leg = self.leg
         messages: list[Message] = []
         for plugin_id, reaction in reactions:
             if reaction is None:
@@ -173,7 +257,7 @@ class PhaseEngine:
             if reaction.effects:
                 self.stage_effects(plugin_id, reaction.effects, tool=False)
             for action in reaction.schedule:
-                if action.name not in ctx.agent.action_handlers:
+                if action.name not in deps.action_handlers:
                     raise fail(
                         PluginFailure(
                             plugin_id=plugin_id,
@@ -182,16 +266,17 @@ class PhaseEngine:
                             f"plugin handles; register an action handler for it",
                         )
                     )
-                ctx.new_actions.append((plugin_id, action))
-            if reaction.stop and ctx.stop_reason is None:
-                ctx.stop_reason = f"{plugin_id}: {reaction.stop}"
+                leg.new_actions.append((plugin_id, action))
+            if reaction.stop and leg.stop_reason is None:
+                leg.stop_reason = f"{plugin_id}: {reaction.stop}"
         return messages
 
     def stage_effects(self, producer: str, effects: Sequence[Effect], *, tool: bool) -> None:
         """Queue effects to run after the next commit; unknown names are refused now."""
-        ctx = self.ctx
+        deps = self.deps
+        leg = self.leg
         for effect in effects:
-            if effect.name not in ctx.agent.effect_handlers:
+            if effect.name not in deps.effect_handlers:
                 message = (
                     f"emitted effect {effect.name!r}, which no enabled plugin handles; "
                     f"register an effect handler for it"
@@ -199,7 +284,7 @@ class PhaseEngine:
                 if tool:
                     raise fail(ToolFailure(tool_id=producer, call_id="", message=message))
                 raise fail(PluginFailure(plugin_id=producer, hook="effects", message=message))
-            ctx.effects.append((producer, effect))
+            leg.effects.append((producer, effect))
 
     def discard(self) -> None:
         """Forget what was staged but never committed: its effects and new actions.
@@ -209,19 +294,19 @@ class PhaseEngine:
         failed (a capability bound, a state conflict, a plugin error) or was
         cut short (a cancel): it must not reach a handler or the action table.
         """
-        ctx = self.ctx
-        ctx.effects = []
-        ctx.new_actions = []
+        leg = self.leg
+        leg.effects = []
+        leg.new_actions = []
 
     def unrun_actions(self) -> list[ScheduledAction]:
         """The scheduled actions still pending (at run end: never to run; logged)."""
-        pending = self.ctx.engine.data.get(_ACTIONS_SLOT)
+        pending = self.leg.engine.data.get(_ACTIONS_SLOT)
         if not pending:
             return []
         actions = [ScheduledAction.model_validate(entry["action"]) for entry in pending.values()]
         log.warning(
             "run %s ended with %d scheduled action(s) never run: %s",
-            self.ctx.run_id,
+            self.deps.run_id,
             len(actions),
             ", ".join(a.name for a in actions),
         )
@@ -229,17 +314,17 @@ class PhaseEngine:
 
     def actions_command(self, done: Sequence[str] = ()) -> StagedCommand:
         """The write replacing the pending-actions table: minus ``done``, plus new ones."""
-        ctx = self.ctx
-        table = dict(ctx.engine.data.get(_ACTIONS_SLOT) or {})
+        leg = self.leg
+        table = dict(leg.engine.data.get(_ACTIONS_SLOT) or {})
         for action_id in done:
             table.pop(action_id, None)
-        for plugin_id, action in ctx.new_actions:
+        for plugin_id, action in leg.new_actions:
             table[new_id("act_")] = {
                 "action": action.model_dump(mode="json"),
-                "due_step": ctx.step + action.after_steps,
+                "due_step": leg.step + action.after_steps,
                 "scheduled_by": plugin_id,
             }
-        ctx.new_actions = []
+        leg.new_actions = []
         return StagedCommand(RUNTIME, Command.set(ACTIONS_KEY, table, scope=_RUN))
 
     def idle(self, point: PhaseHookPoint) -> bool:
@@ -248,8 +333,8 @@ class PhaseEngine:
         The step path checks this first, so a phase with nothing to do costs no
         coroutine at all.
         """
-        ctx = self.ctx
-        return point not in ctx.hooks and not ctx.effects and _ACTIONS_SLOT not in ctx.engine.data
+        leg = self.leg
+        return point not in self.hooks and not leg.effects and _ACTIONS_SLOT not in leg.engine.data
 
     async def phase(
         self,
@@ -265,17 +350,17 @@ class PhaseEngine:
         Hooks that return ``None`` cost no staging and, when nothing else was
         staged, no commit: a point whose hooks all return nothing commits nothing.
         """
-        ctx = self.ctx
-        hooks = ctx.hooks.get(point)
+        leg = self.leg
+        hooks = self.hooks.get(point)
         if not hooks:
             if batch:
                 self.commit(point, batch)
-            if ctx.effects or _ACTIONS_SLOT in ctx.engine.data:
+            if leg.effects or _ACTIONS_SLOT in leg.engine.data:
                 await self.after_commit(point)
             return _NO_MESSAGES
         # One snapshot, run info and transcript view for every hook (positional: this
         # is the hot path, and keywords cost more).
-        calls = ctx.hook_calls(point, hooks, request, response, tool_call, tool_output)
+        calls = self.hook_calls(point, hooks, request, response, tool_call, tool_output)
         reactions = start_all(_LABELS[point], calls)
         if not isinstance(reactions, list):
             reactions = await reactions
@@ -286,29 +371,30 @@ class PhaseEngine:
                     batch = []
                 messages = self.collect(point, reactions, batch, point is _AFTER_TOOL)
                 break
-        if ctx.new_actions:
+        if leg.new_actions:
             if batch is None:
                 batch = []
             batch.append(self.actions_command())
         if batch:
             self.commit(point, batch)
-        if ctx.effects or _ACTIONS_SLOT in ctx.engine.data:
+        if leg.effects or _ACTIONS_SLOT in leg.engine.data:
             await self.after_commit(point)
         return messages
 
     async def after_commit(self, point: PhaseHookPoint) -> None:
         """Run queued effects, then due scheduled actions until none remain."""
-        ctx = self.ctx
+        deps = self.deps
+        leg = self.leg
         await self.run_effects(point)
         # One check more than rounds: MAX_ACTION_ROUNDS rounds may run, and only
         # an action still due after the last of them is refused.
         for rounds in range(MAX_ACTION_ROUNDS + 1):
-            pending = ctx.engine.data.get(_ACTIONS_SLOT) or {}
+            pending = leg.engine.data.get(_ACTIONS_SLOT) or {}
             now = datetime.now(UTC)
             due = [
                 (aid, entry)
                 for aid, entry in pending.items()
-                if _is_due(entry, point, ctx.step, now)
+                if _is_due(entry, point, leg.step, now)
             ]
             if not due:
                 return
@@ -318,8 +404,8 @@ class PhaseEngine:
             calls: list[Producer] = []
             for _aid, entry in due:
                 action = ScheduledAction.model_validate(entry["action"])
-                owner, handler = ctx.agent.action_handlers[action.name]
-                calls.append((owner, partial(handler, action), ctx.hook_context(point, owner)))
+                owner, handler = deps.action_handlers[action.name]
+                calls.append((owner, partial(handler, action), self.hook_context(point, owner)))
             reactions = await self.call_all(f"action at {point.name}", calls)
             self.collect(point, reactions, batch)
             batch.append(self.actions_command([aid for aid, _ in due]))
@@ -337,15 +423,16 @@ class PhaseEngine:
 
     async def run_effects(self, point: PhaseHookPoint) -> None:
         """Run the queued effects through their handlers; record (never raise) failures."""
-        ctx = self.ctx
-        if not ctx.effects:
+        deps = self.deps
+        leg = self.leg
+        if not leg.effects:
             return
-        queued, ctx.effects = ctx.effects, []
+        queued, leg.effects = leg.effects, []
         failures: dict[str, Any] = {}
         for producer, effect in queued:
-            owner, handler = ctx.agent.effect_handlers[effect.name]
+            owner, handler = deps.effect_handlers[effect.name]
             try:
-                await handler(effect, ctx.hook_context(point, owner))
+                await handler(effect, self.hook_context(point, owner))
             except Exception as exc:
                 log.exception("effect %r (from %r) failed in %r", effect.name, producer, owner)
                 failures[new_id("eff_")] = {
@@ -353,7 +440,7 @@ class PhaseEngine:
                     "producer": producer,
                     "handler": owner,
                     "error": f"{type(exc).__name__}: {exc}",
-                    "step": ctx.step,
+                    "step": leg.step,
                 }
         if failures:
             record = Command.set(EFFECT_FAILURES_KEY, failures, scope=_RUN, merge=_COMMUTATIVE)
@@ -362,24 +449,24 @@ class PhaseEngine:
     async def hold(self) -> None:
         """Before executing anything: renew the lease if due; end the run if it is lost.
 
-        Callers first compare the clock with ``ctx.lease.check_at``, so this runs
+        Callers first compare the clock with ``deps.lease.check_at``, so this runs
         only when a renewal is due or the lease is already lost.
         """
-        lease = self.ctx.lease
+        lease = self.deps.lease
         if lease is None:
             return
         try:
             await lease.ensure()
         except LeaseLost as exc:
-            raise End(lease_lost(self.ctx.binding.thread_id, str(exc))) from exc
+            raise End(lease_lost(self.deps.binding.thread_id, str(exc))) from exc
 
     def boundary(self) -> None:
         """End the run here if it was cancelled or a plugin asked to stop."""
-        ctx = self.ctx
-        if ctx.cancel.cancelled:
+        leg = self.leg
+        if leg.cancel.cancelled:
             raise End(Cancelled())
-        if ctx.stop_reason is not None:
-            raise End(Stopped(reason=ctx.stop_reason))
+        if leg.stop_reason is not None:
+            raise End(Stopped(reason=leg.stop_reason))
 
 
 def _label(point: PhaseHookPoint | str) -> str:

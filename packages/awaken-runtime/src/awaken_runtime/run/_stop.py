@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ..agents._stop import StopConfig
     from ..messages._message import ToolCall
-    from ._run_context import RunContext
+    from ._deps import RunDeps
+    from ._leg import LegState
 
 __all__ = ["StopTracker", "track_stops"]
 
@@ -105,18 +106,18 @@ class StopTracker:
         return None
 
 
-def track_stops(ctx: RunContext) -> None:
+def track_stops(deps: RunDeps, leg: LegState) -> None:
     """Start this leg's stop-condition figures (none when no condition is set)."""
-    config = ctx.config.stop
-    wanted = not config.empty or bool(ctx.agent.stop_conditions)
-    ctx.stop = StopTracker(config) if wanted else None
+    config = deps.config.stop
+    wanted = not config.empty or bool(deps.stop_conditions)
+    leg.stop = StopTracker(config) if wanted else None
     limit = config.timeout_s
     if limit is not None:
         # The timeout also interrupts a step in flight (a long tool call, a slow
         # model): it cancels this leg's own child token, which ``finish`` reports
         # as Stopped(timeout) rather than Cancelled.
-        token = ctx.cancel.child()
+        token = leg.cancel.child()
         token.attach()
-        ctx.cancel = token
-        ctx.timeout_reason = reason = f"timeout: ran {limit:.2f}s, limit {limit:g}s"
-        ctx.deadline = asyncio.get_running_loop().call_later(limit, token.cancel, reason)
+        leg.cancel = token
+        leg.timeout_reason = reason = f"timeout: ran {limit:.2f}s, limit {limit:g}s"
+        leg.deadline = asyncio.get_running_loop().call_later(limit, token.cancel, reason)

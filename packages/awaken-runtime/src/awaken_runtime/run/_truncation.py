@@ -14,7 +14,8 @@ from ..lifecycle._failures import Stopped
 from ..messages._message import Message
 
 if TYPE_CHECKING:
-    from ._run_context import RunContext
+    from ._deps import RunDeps
+    from ._leg import LegState
 
 __all__ = ["CONTINUE_PROMPT", "truncated"]
 
@@ -24,12 +25,12 @@ CONTINUE_PROMPT = (
 )
 
 
-def truncated(ctx: RunContext, text: str) -> Stopped | None:
+def truncated(deps: RunDeps, leg: LegState, text: str) -> Stopped | None:
     """The end of a step whose final answer ``text`` was truncated (``None``: go on)."""
-    limit = ctx.params.max_output_tokens or ctx.model.max_output_tokens
-    if ctx.config.truncation == "continue":
-        ctx.continued += text
-        ctx.transcript.append(Message.user(CONTINUE_PROMPT))
+    limit = deps.params.max_output_tokens or deps.model.max_output_tokens
+    if deps.config.truncation == "continue":
+        leg.continued += text
+        leg.transcript.append(Message.user(CONTINUE_PROMPT))
         return None
     cap = f" (max_output_tokens={limit})" if limit else ""
     return Stopped(

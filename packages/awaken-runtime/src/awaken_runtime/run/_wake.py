@@ -21,13 +21,14 @@ from ..state._engine import Command, Scope, StagedCommand
 from ._phases import RUNTIME
 
 if TYPE_CHECKING:
-    from ._run_context import RunContext
+    from ._deps import RunDeps
+    from ._leg import LegState
 
 __all__ = ["seed_actions"]
 
 
 def seed_actions(
-    ctx: RunContext, actions: Sequence[ScheduledAction | dict[str, Any]]
+    deps: RunDeps, leg: LegState, actions: Sequence[ScheduledAction | dict[str, Any]]
 ) -> list[StagedCommand]:
     """Put ``actions`` in the run's pending table, due from step 0, owned by their handler.
 
@@ -35,15 +36,15 @@ def seed_actions(
     after RunStart still finds them pending (the table is also in the run's
     data already, for RunStart's own hooks and its due-action check).
     """
-    handlers = ctx.agent.action_handlers
-    table: dict[str, Any] = dict(ctx.engine.data.get((Scope.RUN, ACTIONS_KEY)) or {})
+    handlers = deps.action_handlers
+    table: dict[str, Any] = dict(leg.engine.data.get((Scope.RUN, ACTIONS_KEY)) or {})
     for given in actions:
         action = (
             given if isinstance(given, ScheduledAction) else ScheduledAction.model_validate(given)
         )
         if action.name not in handlers:
             raise AgentConfigError(
-                f"run of agent {ctx.config.id!r} was given scheduled action {action.name!r}, "
+                f"run of agent {deps.config.id!r} was given scheduled action {action.name!r}, "
                 f"but no enabled plugin of the agent registers a handler for it "
                 f"(known: {sorted(handlers) or 'none'}); enable the plugin that scheduled it"
             )
@@ -55,5 +56,5 @@ def seed_actions(
         }
     if not actions:
         return []
-    ctx.engine.data[(Scope.RUN, ACTIONS_KEY)] = table
+    leg.engine.data[(Scope.RUN, ACTIONS_KEY)] = table
     return [StagedCommand(RUNTIME, Command.set(ACTIONS_KEY, table, scope=Scope.RUN))]

@@ -13,6 +13,7 @@ from .._errors import AgentConfigError, check_id
 from ..agents._resolve import ExecutableAgentSnapshot, Registries, ResolvedAgent, resolve_agent
 from ..delegation._service import ChildRunner, NativeDelegationService, RunDelegationService
 from ..messages._message import Message, new_id
+from ..run._deps import RunDeps
 from ..run._loop import AgentLoop
 from ..stores._lease import LeaseGuard, guard_lease
 from ..stores._thread_store import ScopeBinding, ThreadStore
@@ -129,18 +130,18 @@ class Runtime:
         emit: EventSink | None,
         lease: LeaseGuard | None,
     ) -> AgentLoop:
-        loop = AgentLoop(resolved, self.store, binding, run_id, cancel=cancel, emit=emit)
-        ctx = loop.ctx
-        ctx.lease, ctx.progress = lease, self.progress_records
-        ctx.ticket_secret = self.ticket_secret
-        ctx.observer = self.observer
-        ctx.children = ChildRunner(self.delegation, ctx)
-        ctx.cancel_child = self._cancel_child
-        ctx.delegation_tool_id = self.delegation.tool_id()
+        deps = RunDeps(resolved, self.store, binding, run_id, emit=emit)
+        deps.lease, deps.progress = lease, self.progress_records
+        deps.ticket_secret = self.ticket_secret
+        deps.observer = self.observer
+        deps.cancel_child = self._cancel_child
+        deps.delegation_tool_id = self.delegation.tool_id()
         if self.delegation.supports_parallel():
-            ctx.parallel_limit = max(1, int(getattr(self.delegation, "max_parallel", 4)))
+            deps.parallel_limit = max(1, int(getattr(self.delegation, "max_parallel", 4)))
         if resolved.dynamic_tools:
-            ctx.add_dynamic_tools(resolved.dynamic_tools)
+            deps.add_dynamic_tools(resolved.dynamic_tools)
+        loop = AgentLoop(deps, cancel=cancel)
+        deps.children = ChildRunner(self.delegation, deps, loop.leg)
         return loop
 
     def _lock(self, thread_id: str) -> asyncio.Lock:
@@ -278,8 +279,8 @@ class Runtime:
             binding = ScopeBinding(thread_id, parked.profile_id, parked.namespace)
             loop = self._new_loop(resolved, binding, parked.run_id, cancel, on_event, lease)
             if parent is not None:
-                loop.ctx.parent_run_id = parent.parent_run_id
-                loop.ctx.lineage, loop.ctx.tree = parent.lineage, parent.tree
+                loop.deps.parent_run_id, loop.deps.lineage = parent.parent_run_id, parent.lineage
+                loop.leg.tree = parent.tree
             legs = Resumer(loop)
             legs.restore(snapshot, parked)
             stored = {t.ticket_id: t for t in parked.tickets}
@@ -305,8 +306,8 @@ class Runtime:
             loop = self._new_loop(
                 resolved, binding, new_id("run_"), request.cancel, request.on_event, lease
             )
-            loop.ctx.parent_run_id = request.parent_run_id
-            loop.ctx.lineage, loop.ctx.tree = request.lineage, request.tree
+            loop.deps.parent_run_id, loop.deps.lineage = request.parent_run_id, request.lineage
+            loop.leg.tree = request.tree
             return await loop.run(snapshot, [Message.user(text)])
 
     async def resume_child(
