@@ -73,12 +73,11 @@ def _common(parser: argparse.ArgumentParser) -> None:
 def _runtime(args: argparse.Namespace, command: str) -> tuple[Any, list[str]] | None:
     from awaken_runtime import AgentConfigError
     from awaken_runtime.stores import default_store_url, open_store
-    from awaken_server import AgentCatalog, load_agent_files, load_setup
+    from awaken_server import AgentCatalog, load_setup
 
     try:
-        files, models = load_agent_files(args.agents)
         setup = load_setup(args.setup) if args.setup else None
-        catalog = AgentCatalog(files=files, models=models, setup=setup)
+        catalog = AgentCatalog.from_files(args.agents, setup)  # as `awaken run` reads them
         runtime = catalog.build(open_store(args.store or default_store_url()))
     except AgentConfigError as exc:
         sys.stderr.write(f"awaken mcp {command}: {exc}\n")

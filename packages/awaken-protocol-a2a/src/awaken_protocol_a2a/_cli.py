@@ -41,7 +41,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
     from awaken_runtime import AgentConfigError
     from awaken_runtime.stores import default_store_url, open_store
-    from awaken_server import AgentCatalog, KeyConfigError, KeyRing, load_agent_files, load_setup
+    from awaken_server import AgentCatalog, KeyConfigError, KeyRing, load_setup
     from awaken_server._cli import _is_loopback  # the same rule as `awaken serve`
 
     from ._app import create_a2a_app
@@ -54,9 +54,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         return 2
     try:
         keys = KeyRing.from_sources(args.keys, no_auth=args.no_auth)
-        files, models = load_agent_files(args.agents)
         setup = load_setup(args.setup) if args.setup else None
-        catalog = AgentCatalog(files=files, models=models, setup=setup)
+        catalog = AgentCatalog.from_files(args.agents, setup)  # as `awaken run` reads them
         runtime = catalog.build(open_store(args.store or default_store_url()))
     except (KeyConfigError, AgentConfigError) as exc:
         sys.stderr.write(f"awaken a2a serve: {exc}\n")

@@ -1,7 +1,8 @@
 """Agents the server offers: agent files, configs published to the store, one runtime.
 
 Agent files use the ``awaken run`` format (the agent at the top level or under
-``[agent]``, plus ``[[models]]``); their loading is the runtime's own. Configs
+``[agent]``, plus ``[[models]]``, tools and plugins by import path); their
+loading is the runtime's own (``_agent_files``). Configs
 published through the API land in the store's ``ConfigRegistry`` and override
 the file of the same id. The runtime's registries are frozen at build, so a
 publish builds a new runtime over the same store; runs in flight keep theirs.
@@ -10,7 +11,7 @@ publish builds a new runtime over the same store; runs in flight keep theirs.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,24 +28,17 @@ from awaken_runtime import (
 )
 from awaken_runtime.stores import ConfigNotFound, ConfigRegistry
 
+from ._agent_files import load_agents
+
 __all__ = ["AgentCatalog", "SetupHook", "load_agent_files", "load_setup"]
 
 SetupHook = Callable[[AgentRuntimeBuilder], None]
 """``--setup module:function``: adds tools, providers or plugins before the build."""
 
-AGENT_SUFFIXES = (".toml", ".json", ".yaml", ".yml")
-
-
-def _models_in_file(path: Path) -> list[dict[str, Any]]:
-    # The `awaken run` loader's private helper: one of the two places this package
-    # reaches into awaken_runtime's private modules (so both commands read files alike).
-    from awaken_runtime.cli._main import _models_in_file as read_models
-
-    return read_models(str(path))
-
 
 def _echo(request: Any) -> str:
-    # The other place: `awaken run`'s offline echo model, the same here.
+    # `awaken run`'s offline echo model, the same here (the one place this package
+    # reaches into awaken_runtime's private modules).
     from awaken_runtime.cli._main import _echo as echo
 
     return echo(request)
@@ -53,34 +47,13 @@ def _echo(request: Any) -> str:
 def load_agent_files(
     source: str | Path | None,
 ) -> tuple[list[AgentConfig], list[dict[str, Any]]]:
-    """Agent configs and model entries of a file, or of every agent file in a folder."""
-    if source is None:
-        return [], []
-    root = Path(source)
-    if root.is_dir():
-        files = sorted(p for p in root.iterdir() if p.suffix.lower() in AGENT_SUFFIXES)
-        if not files:
-            raise AgentConfigError(
-                f"--agents {str(root)!r} holds no agent file (.toml, .json, .yaml, .yml)"
-            )
-    elif root.is_file():
-        files = [root]
-    else:
-        raise AgentConfigError(f"--agents {str(root)!r} is neither a file nor a folder")
-    configs: list[AgentConfig] = []
-    models: list[dict[str, Any]] = []
-    seen: dict[str, Path] = {}
-    for path in files:
-        config = AgentConfig.from_file(path)
-        if config.id in seen:
-            raise AgentConfigError(
-                f"agent id {config.id!r} is defined by both {str(seen[config.id])!r} and "
-                f"{str(path)!r}; give each agent its own id"
-            )
-        seen[config.id] = path
-        configs.append(config)
-        models.extend(_models_in_file(path))
-    return configs, models
+    """Agent configs and model entries of a file, or of every agent file in a folder.
+
+    Kept for embedding code written against it; tools and plugins the files name by
+    import path are only registered through :meth:`AgentCatalog.from_files`.
+    """
+    parts = load_agents(source)
+    return parts.configs, [spec.model_dump() for spec in parts.models]
 
 
 def load_setup(spec: str) -> SetupHook:
@@ -102,17 +75,46 @@ class AgentCatalog:
     """The agent files plus published configs, and the runtime built from both."""
 
     files: list[AgentConfig]
-    models: list[dict[str, Any]] = field(default_factory=list)
+    models: Sequence[dict[str, Any] | ModelSpec] = field(default_factory=list)
     setup: SetupHook | None = None
+    tools: list[Any] = field(default_factory=list)
+    """Tools the agent files name by import path (registered before ``setup`` runs)."""
+    plugins: list[Any] = field(default_factory=list)
+    """Plugins the agent files name by import path."""
     published: dict[str, int] = field(default_factory=dict)
     """Agent id -> the published version in use (absent: the agent file)."""
     configs: dict[str, AgentConfig] = field(default_factory=dict)
+
+    @classmethod
+    def from_files(cls, source: str | Path | None, setup: SetupHook | None = None) -> AgentCatalog:
+        """The agents of an agent file or folder, loaded as ``awaken run`` loads them
+        (models, and tools and plugins named by import path, merged across files)."""
+        parts = load_agents(source)
+        return cls(
+            files=parts.configs,
+            models=list(parts.models),
+            setup=setup,
+            tools=parts.tools,
+            plugins=parts.plugins,
+        )
+
+    def providers(self) -> set[str]:
+        """The provider ids the catalog's models name."""
+        return {self._spec(spec).provider for spec in self.models}
+
+    @staticmethod
+    def _spec(spec: dict[str, Any] | ModelSpec) -> ModelSpec:
+        return spec if isinstance(spec, ModelSpec) else ModelSpec.model_validate(spec)
 
     def build(self, store: ThreadStore) -> Runtime:
         """A runtime over ``store`` with every current agent config."""
         builder = AgentRuntimeBuilder().with_store(store)
         for spec in self.models:
-            builder.with_model(ModelSpec.model_validate(spec))
+            builder.with_model(self._spec(spec))
+        for tool in self.tools:
+            builder.with_tool(tool)
+        for plugin in self.plugins:
+            builder.with_plugin(plugin)
         builder.with_provider("litellm", LiteLLMExecutor())
         # The offline provider `awaken run` has too, so an agent file can be tried keyless.
         builder.with_provider("echo", ScriptedExecutor([_echo], repeat=True, chunk_size=8))

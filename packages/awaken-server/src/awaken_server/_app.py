@@ -152,7 +152,9 @@ def create_app(config: ServerConfig) -> Starlette:
         app.state.service = service
         app.state.warmed = await warm_up(config.catalog)
         if config.ingress is None:  # the workers run the models in ingress mode
-            await service.runtime.warm_up()  # executors' first-call setup, off the loop
+            # The executors its agents use (a server without litellm models never
+            # imports litellm), their first-call setup off the loop.
+            await service.runtime.warm_up(*config.catalog.agent_ids())
         try:
             yield
         finally:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import socket
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -84,7 +85,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from awaken_runtime import AgentConfigError
     from awaken_runtime.stores import default_store_url, open_store
 
-    from ._agents import AgentCatalog, load_agent_files, load_setup
+    from ._agents import AgentCatalog, load_setup
     from ._app import ServerConfig, create_app
     from ._keys import KeyConfigError, KeyRing
 
@@ -96,8 +97,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         return 2
     try:
         keys = KeyRing.from_sources(args.keys, no_auth=args.no_auth)
-        files, models = load_agent_files(args.agents)
         setup = load_setup(args.setup) if args.setup else None
+        catalog = AgentCatalog.from_files(args.agents, setup)
     except (KeyConfigError, AgentConfigError) as exc:
         sys.stderr.write(f"awaken serve: {exc}\n")
         return 2
@@ -107,7 +108,6 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             "without a key. For local development only.\n"
         )
     url = args.store or default_store_url()
-    catalog = AgentCatalog(files=files, models=models, setup=setup)
     try:
         store = open_store(url)
         catalog.build(store)  # fail on a bad agent before binding the port
@@ -130,14 +130,35 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         on_disconnect=args.on_disconnect,
         history=args.history,
     )
-    uvicorn.run(
-        create_app(config),
-        host=args.host,
-        port=args.port,
-        log_level="warning",
-        timeout_graceful_shutdown=15,
+    try:
+        sock = _bind(args.host, args.port)
+    except OSError as exc:
+        sys.stderr.write(f"awaken serve: cannot listen on {args.host}:{args.port}: {exc}\n")
+        return 2
+    # The bound address, so `--port 0` (any free port) tells where it listens.
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    sys.stderr.write(f"awaken serve: listening on http://{shown}:{port}\n")
+    sys.stderr.flush()
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(config), log_level="warning", timeout_graceful_shutdown=15)
     )
+    server.run(sockets=[sock])
     return 0
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port`` (``0``: any free port), as uvicorn would open."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
 
 
 def _ingress(args: argparse.Namespace, store: FullStore) -> RunIngress | None:
