@@ -89,7 +89,7 @@ def test_serve_without_litellm_port_0_and_import_path_tools(tmp_path: Path) -> N
     try:
         url = _listening(process, log)
         with httpx.Client(base_url=url, timeout=30) as client:
-            assert client.get("/healthz").json() == {"status": "ok", "warmed": []}
+            assert client.get("/healthz").json() == {"status": "ok", "warmed": [], "auth": False}
             thread = client.post("/v1/threads", json={}).json()["thread_id"]
             done = client.post(
                 f"/v1/threads/{thread}/runs", json={"agent_id": "loud", "input": "hi"}

@@ -194,13 +194,17 @@ def test_cors_allows_only_the_configured_origin(cors: Served) -> None:
 def test_litellm_is_warmed_up_before_the_first_request(tmp_path: Path) -> None:
     served = start_server(tmp_path, agents=HERE / "agents_litellm")
     try:
-        assert httpx.get(f"{served.url}/healthz").json() == {"status": "ok", "warmed": ["litellm"]}
+        assert httpx.get(f"{served.url}/healthz").json() == {
+            "status": "ok",
+            "warmed": ["litellm"],
+            "auth": True,
+        }
     finally:
         stop_server(served)
 
 
 def test_no_warm_up_without_a_provider_that_needs_it(server: Served) -> None:
-    assert httpx.get(f"{server.url}/healthz").json() == {"status": "ok", "warmed": []}
+    assert httpx.get(f"{server.url}/healthz").json() == {"status": "ok", "warmed": [], "auth": True}
 
 
 def test_two_servers_on_one_store_share_owners(tmp_path: Path) -> None:

@@ -155,3 +155,18 @@ def test_events_of_a_resumed_run_span_both_legs(server: Served) -> None:
             every = agent_events(r)
         assert [e["seq"] for e in every] == list(range(1, len(every) + 1))
         assert [e["type"] for e in every].count("run_start") == 2
+
+
+def test_a_wrong_resume_decision_names_the_expected_shape(server: Served) -> None:
+    with server.client() as client:
+        thread = client.post("/v1/threads", json={"agent_id": "assistant"}).json()["thread_id"]
+        run = client.post(
+            f"/v1/threads/{thread}/runs", json={"agent_id": "assistant", "input": "hi"}
+        ).json()["run_id"]
+        wrong = client.post(
+            f"/v1/runs/{run}/resume", json={"decisions": [{"ticket_id": "t", "decision": "yes"}]}
+        )
+    assert wrong.status_code == 422
+    problem = wrong.json()
+    assert problem["field"].startswith("body/decisions/0/decision")
+    assert '{"kind": "approve"}' in problem["fix"] and '"kind": "respond"' in problem["fix"]

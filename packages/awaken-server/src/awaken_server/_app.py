@@ -115,7 +115,10 @@ async def _index(_request: Request) -> Response:
 
 
 async def _health(request: Request) -> Response:
-    return JSONResponse({"status": "ok", "warmed": request.app.state.warmed})
+    # ``auth``: whether requests need a key (the page hides its key box when not).
+    return JSONResponse(
+        {"status": "ok", "warmed": request.app.state.warmed, "auth": request.app.state.auth}
+    )
 
 
 async def _openapi(request: Request) -> Response:
@@ -197,4 +200,5 @@ def create_app(config: ServerConfig) -> Starlette:
     )
     app.state.max_body = config.max_body
     app.state.publishers = config.publishers
+    app.state.auth = config.keys.enabled
     return app

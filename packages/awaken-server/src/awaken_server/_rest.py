@@ -17,7 +17,7 @@ from ._http import caller, last_event_id, read_body, sse
 from ._hub import LiveRun
 from ._ids import new_id
 from ._problems import Problem
-from ._schemas import CreateThread, PublishConfig, ResumeBody, Rollback, StartRun
+from ._schemas import DECISION_SHAPE, CreateThread, PublishConfig, ResumeBody, Rollback, StartRun
 from ._service import Service
 
 __all__ = ["rest_routes"]
@@ -250,7 +250,12 @@ async def resume_run(request: Request) -> Response:
     service = _service(request)
     principal = caller(request)
     await service.check_run(run_id, principal)
-    body = await read_body(request, ResumeBody)
+    try:
+        body = await read_body(request, ResumeBody)
+    except Problem as problem:
+        if problem.status == 422 and "/decision" in (problem.field or ""):
+            problem.fix = f"send decision as {DECISION_SHAPE}"
+        raise
     run = await service.resume(
         principal, run_id, [(item.ticket_id, item.decision) for item in body.decisions]
     )

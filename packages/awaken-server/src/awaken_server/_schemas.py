@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from awaken_runtime import AgentConfig, Decision
 
 __all__ = [
+    "DECISION_SHAPE",
     "CreateThread",
     "InputMessage",
     "PublishConfig",
@@ -44,6 +45,15 @@ class StartRun(_Body):
         description="the user text, or user messages", min_length=1
     )
     stream: bool = Field(default=False, description="answer with an SSE stream of AgentEvents")
+
+
+DECISION_SHAPE = (
+    'an object with "kind": {"kind": "approve"}, {"kind": "deny", "reason": "..."}, '
+    '{"kind": "respond", "value": ...} (the answer to a question) or '
+    '{"kind": "replay", "arguments": {...}}; approve and deny also take '
+    '"remember": "once" | "thread" | "profile"'
+)
+"""What ``decision`` looks like, for the README and the 422 of a wrong one."""
 
 
 class ResumeItem(_Body):
