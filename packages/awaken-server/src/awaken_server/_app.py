@@ -14,8 +14,9 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import HTTPConnection, Request
-from starlette.responses import FileResponse, JSONResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ._agents import AgentCatalog
@@ -36,7 +37,9 @@ if TYPE_CHECKING:
 
 __all__ = ["ServerConfig", "create_app"]
 
-PUBLIC_PATHS = ("/", "/openapi.json", "/healthz")
+PUBLIC_PATHS = ("/", "/openapi.json", "/healthz", "/favicon.ico")
+PUBLIC_PREFIXES = ("/static/",)
+"""The chat page's own files (script, styles, vendored libraries): no secrets, no key."""
 log = logging.getLogger("awaken_server")
 STATIC = Path(__file__).parent / "static"
 
@@ -78,7 +81,13 @@ class AuthMiddleware:
         self.keys = keys
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS or scope["method"] == "OPTIONS":
+        path = scope["path"] if scope["type"] == "http" else ""
+        if (
+            scope["type"] != "http"
+            or path in PUBLIC_PATHS
+            or path.startswith(PUBLIC_PREFIXES)
+            or scope["method"] == "OPTIONS"
+        ):
             await self.app(scope, receive, send)
             return
         try:
@@ -110,8 +119,17 @@ async def _internal_error(request: Request, exc: Exception) -> Response:
     return problem_response(problem)
 
 
-async def _index(_request: Request) -> Response:
-    return FileResponse(STATIC / "index.html", media_type="text/html")
+async def _index(request: Request) -> Response:
+    page = (STATIC / "index.html").read_text(encoding="utf-8")
+    if not request.app.state.auth:
+        # --no-auth: the page hides its key box and lists the agents at once.
+        page = page.replace('<body data-auth="key">', '<body data-auth="none">', 1)
+    return HTMLResponse(page)
+
+
+async def _favicon(_request: Request) -> Response:
+    # Browsers ask for it unprompted; the page names its icon itself (static/icon.svg).
+    return Response(status_code=204)
 
 
 async def _health(request: Request) -> Response:
@@ -170,6 +188,8 @@ def create_app(config: ServerConfig) -> Starlette:
 
     routes: list[BaseRoute] = [
         Route("/", _index, methods=["GET"]),
+        Route("/favicon.ico", _favicon, methods=["GET"]),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
         Route("/healthz", _health, methods=["GET"]),
         Route("/openapi.json", _openapi, methods=["GET"]),
         *rest_routes(),
