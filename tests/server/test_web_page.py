@@ -276,3 +276,50 @@ def test_page_files_and_icon_need_no_key_and_nothing_else_leaks(served: Served) 
             assert answer.status_code in (401, 404) and "import" not in answer.text, path
         assert http.get("/v1/threads").status_code == 401
         assert http.get("/static").status_code in (401, 404)
+
+
+HOSTILE = [
+    "<script>window.pwned = 1</script>",
+    '<img src=x onerror="window.pwned = 2">',
+    '<svg onload="window.pwned = 3"><circle r=1></circle></svg>',
+    '<iframe src="javascript:parent.pwned = 4"></iframe>',
+    "[x](javascript:window.pwned=5)",
+    "[x](JaVaScRiPt:window.pwned=6)",
+    '<a href="javascript:window.pwned=7">x</a>',
+    '<details open ontoggle="window.pwned = 8">x</details>',
+    '<form action="javascript:window.pwned=9"><button>go</button></form>',
+    "![x](https://example.org/leak?q=secret)",
+    '<math><mtext><table><mglyph><style><img src=x onerror="window.pwned=10">',
+    '<p style="background:url(https://example.org/leak)">styled</p>',
+    "`<script>` in code and\n\n```html\n<script>window.pwned = 11</script>\n```",
+    '<div onmouseover="window.pwned = 12">hover</div>',
+]
+
+
+def test_markdown_keeps_no_active_content(tab: Tab, served: Served) -> None:
+    """Each hostile payload, through the page's own marked + DOMPurify pipeline."""
+    tab.page.goto(served.url + "/")
+    found = tab.page.evaluate(
+        """async (payloads) => {
+          const { markdown } = await import("/static/view.js");
+          const out = [];
+          for (const text of payloads) {
+            const box = document.createElement("div");
+            box.append(markdown(text));
+            document.body.append(box);  // live in the page: handlers would fire now
+            for (const node of box.querySelectorAll("*")) {
+              const bad = ["SCRIPT", "IMG", "SVG", "IFRAME", "FORM", "STYLE", "MATH"]
+                .includes(node.tagName.toUpperCase());
+              const attrs = [...node.attributes].filter((a) => /^on|^style$/i.test(a.name)
+                || (/href|src|action/i.test(a.name) && /^\\s*javascript:/i.test(a.value)));
+              if (bad || attrs.length) out.push(`${text} -> ${node.outerHTML}`);
+            }
+          }
+          await new Promise((r) => setTimeout(r, 50));
+          return { out, pwned: window.pwned ?? null, code: document.querySelectorAll("pre code").length };
+        }""",
+        HOSTILE,
+    )
+    assert found["out"] == [] and found["pwned"] is None, found
+    assert found["code"] >= 1, "a fenced block stays code (shown, not run)"
+    assert tab.errors == []
