@@ -316,7 +316,8 @@ def test_markdown_keeps_no_active_content(tab: Tab, served: Served) -> None:
             }
           }
           await new Promise((r) => setTimeout(r, 50));
-          return { out, pwned: window.pwned ?? null, code: document.querySelectorAll("pre code").length };
+          const code = document.querySelectorAll("pre code").length;
+          return { out, pwned: window.pwned ?? null, code };
         }""",
         HOSTILE,
     )
