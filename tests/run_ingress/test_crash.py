@@ -1,11 +1,15 @@
-"""Crash test (issue 27, Done-when): 3 worker processes, 30 runs of 5 steps, 20+ seeded
-SIGKILLs of workers mid-run and mid-continuation, plus one SIGSTOP/SIGCONT zombie.
+"""Crash test (issues 27 and 51, Done-when): 3 worker processes, 30 runs of 5 steps, 20+
+seeded SIGKILLs of workers mid-run and mid-continuation, and 10+ seeded SIGSTOP/SIGCONT
+pauses longer than the lease (some longer than the heartbeat too, so the job moves to
+another worker while the paused one still holds the run in memory).
 
 Checked afterwards, per run: it ended exactly once (``natural_end``), its thread
 holds the input once, each of the 5 steps' results once and in order, and the
 final answer once; the test's own ledger (unique per run and step, keyed by the
-idempotency key) holds every step. Recovery time after a kill is the gap between
-a killed worker's last step of a run and the next worker's first step of it.
+idempotency key) holds every step. Its event log ends with its one ``RunFinish``
+(``natural_end``, the answer), holds no finish of a leg that lost its lease, and
+``tail_events`` returns for it. Recovery time after a kill is the gap between a
+killed worker's last step of a run and the next worker's first step of it.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from awaken_runtime.stores import open_store
 
 from .conftest import Schemas
 
-RUNS, WORKERS, KILLS = 30, 3, 22
+RUNS, WORKERS, KILLS, PAUSES = 30, 3, 22, 11
 HEARTBEAT, LEASE = 2.0, 1.5
 
 
@@ -95,6 +99,25 @@ async def _threads(schemas: Schemas, run_ids: list[str]) -> list[tuple[Any, Any]
         await store.close()
 
 
+async def _logs(schemas: Schemas, run_ids: list[str]) -> list[tuple[list[Any], int]]:
+    """Each run's logged events (their data) and how many ``tail_events`` yielded before
+    it returned (bounded: a follower that would wait forever fails the test)."""
+    store = open_store(schemas.store_url(LEASE))
+    try:
+        out = []
+        for run_id in run_ids:
+
+            async def follow(run_id: str = run_id) -> int:
+                return len([e async for e in store.tail_events(run_id, idle=0.5)])
+
+            tailed = await asyncio.wait_for(follow(), 60)
+            events = [e.data for e in await store.read_events(run_id, 0, 10_000)]
+            out.append((events, tailed))
+        return out
+    finally:
+        await store.close()
+
+
 def _rows(schemas: Schemas, sql: str) -> list[tuple[Any, ...]]:
     with psycopg.connect(schemas.dsn, options=f"-c search_path={schemas.ledger}") as conn:
         return list(conn.execute(sql.encode()))
@@ -105,18 +128,19 @@ def test_killed_and_paused_workers_lose_no_step_and_repeat_none(schemas: Schemas
     run_ids = asyncio.run(_submit(schemas))
     rng = random.Random(2700)
     workers = [_worker(schemas) for _ in range(WORKERS)]
-    kills, paused, started = 0, False, time.monotonic()
+    kills, paused, started = 0, 0, time.monotonic()
     try:
         while time.monotonic() - started < 400:
-            if kills < KILLS:
+            if kills < KILLS or paused < PAUSES:
                 time.sleep(rng.uniform(0.4, 1.4))  # each kill lands on a worker with runs
                 victim = rng.randrange(WORKERS)
-                if kills == 6 and not paused:
-                    # A zombie: stopped past its heartbeat and lease, then woken up.
+                if paused < PAUSES and (kills >= KILLS or rng.random() < 0.35):
+                    # A zombie: stopped past its lease (and at times its heartbeat, so its
+                    # job moves on), then woken up: it must write nothing more.
                     workers[victim].send_signal(signal.SIGSTOP)
-                    time.sleep(HEARTBEAT + LEASE + 2.0)
+                    time.sleep(rng.uniform(LEASE + 0.3, HEARTBEAT + LEASE + 1.0))
                     workers[victim].send_signal(signal.SIGCONT)
-                    paused = True
+                    paused += 1
                     continue
                 workers[victim].send_signal(signal.SIGKILL)
                 workers[victim].wait(timeout=30)
@@ -126,7 +150,7 @@ def test_killed_and_paused_workers_lose_no_step_and_repeat_none(schemas: Schemas
                 time.sleep(0.5)
                 if asyncio.run(_ended(schemas, run_ids)) == RUNS:
                     break
-        assert kills >= 20 and paused
+        assert kills >= 20 and paused >= 10
         assert asyncio.run(_ended(schemas, run_ids)) == RUNS, "not every run ended in 400 s"
     finally:
         for w in workers:
@@ -151,6 +175,16 @@ def test_killed_and_paused_workers_lose_no_step_and_repeat_none(schemas: Schemas
         assert results == [f"step {k} done" for k in range(1, 6)], f"run {i}: {results}"
         answers = [m.text for m in snap.messages if m.role == "assistant" and m.text]
         assert answers == ["done"], f"run {i}: {answers}"
+    unlogged_steps = 0
+    for i, (events, tailed) in enumerate(asyncio.run(_logs(schemas, run_ids))):
+        finishes = [e for e in events if e["type"] == "run_finish"]
+        assert finishes, f"run {i}: its event log never finished"
+        assert events[-1] is finishes[-1] and len(finishes) == 1, f"run {i}: {finishes}"
+        assert finishes[0]["end_cause"]["kind"] == "natural_end", finishes[0]
+        assert finishes[0]["final_text"] == "done", finishes[0]
+        assert tailed == len(events), f"run {i}: tail_events did not return its whole log"
+        steps = {e["step"] for e in events if e["type"] == "step_end"}
+        unlogged_steps += len(set(range(1, 7)) - steps)
     ledger = _rows(schemas, "SELECT run_id, step FROM ledger")
     assert sorted(ledger) == sorted((r, s) for r in run_ids for s in range(1, 6))
 
@@ -166,6 +200,8 @@ def test_killed_and_paused_workers_lose_no_step_and_repeat_none(schemas: Schemas
     report = {
         "runs": RUNS,
         "kills": kills,
+        "pauses": paused,
+        "steps committed but missing from the event log (killed between)": unlogged_steps,
         "steps re-executed after a kill (in flight)": repeated,
         "takeovers": len(gaps),
         "recovery s median": round(statistics.median(gaps), 2) if gaps else None,

@@ -17,7 +17,7 @@ import logging
 from awaken_runtime import AgentEvent, RunFinish, StepEnd
 from awaken_runtime.stores import StreamCheckpointStore, StreamEvent, ThreadStore
 
-__all__ = ["RunEvents", "last_logged"]
+__all__ = ["RunEvents", "last_logged", "lost_its_thread"]
 
 log = logging.getLogger("awaken_run_ingress")
 
@@ -34,6 +34,13 @@ async def last_logged(store: ThreadStore, run_id: str) -> list[StreamEvent]:
         last, after = page, page[-1].seq
 
 
+def lost_its_thread(event: AgentEvent) -> bool:
+    """Whether ``event`` is the ``RunFinish`` of a leg that lost its lease (fenced: it
+    committed nothing of its end, so the run is not finished)."""
+    failure = getattr(event.end_cause, "failure", None) if isinstance(event, RunFinish) else None
+    return getattr(failure, "kind", None) == "lease_lost"
+
+
 class RunEvents:
     """The ``on_event`` sink of one job: buffers, renumbers and appends its events."""
 
@@ -41,6 +48,7 @@ class RunEvents:
         self._store = store if isinstance(store, StreamCheckpointStore) else None
         self._root, self._base = root_run_id, base
         self._pending: dict[str, list[StreamEvent]] = {}
+        self._refused: set[str] = set()
         self._writes: asyncio.Task[None] | None = None
         self.finish: RunFinish | None = None
         """The root run's last ``RunFinish`` seen (what a wake-up is queued from)."""
@@ -52,6 +60,14 @@ class RunEvents:
         return cls(store, run_id, page[-1].seq if page else 0)
 
     def __call__(self, event: AgentEvent) -> None:
+        if lost_its_thread(event):
+            # The leg lost its lease and wrote nothing of its end: the run goes on with
+            # the worker that took it, and this finish is not the run's (a follower
+            # would stop at it). What it buffered since its last step goes too.
+            self._pending.pop(event.run_id, None)
+            return
+        if event.run_id in self._refused:
+            return
         if event.run_id == self._root:
             if self._base:
                 event = event.model_copy(update={"seq": event.seq + self._base})
@@ -68,8 +84,8 @@ class RunEvents:
                 self._append(store, self._writes, event.run_id, batch)
             )
 
-    @staticmethod
     async def _append(
+        self,
         store: StreamCheckpointStore,
         before: asyncio.Task[None] | None,
         run_id: str,
@@ -77,8 +93,16 @@ class RunEvents:
     ) -> None:
         if before is not None:
             await before
+        if run_id in self._refused:
+            return
         try:
             await store.append_events(run_id, batch)
+        except ValueError as exc:
+            # Seqs not after the stored ones: another writer (a worker that took the run
+            # over, or a repair from the committed record) logged meanwhile. Appending
+            # later batches after theirs would interleave two accounts of the run.
+            self._refused.add(run_id)
+            log.warning("stopped logging run %s: %s", run_id, exc)
         except Exception:  # the steps are committed; only followers miss these events
             log.exception("could not log %d events of run %s", len(batch), run_id)
 

@@ -32,6 +32,7 @@ from awaken_runtime import (
     ScheduledAction,
     ScopeBinding,
     ThreadBusy,
+    finish_event_log,
 )
 
 from ._driver import SplitDriver
@@ -150,7 +151,9 @@ class Worker:
             record = await self.runtime.store.get_run(spec.run_id)  # type: ignore[attr-defined]
             if record is not None and record.phase is not Phase.RUNNING:
                 # A repeated delivery of a run that ended or waits: its worker may have died
-                # between the park and queueing the park's wake-ups, so queue them (again).
+                # between its end record and its log's RunFinish (finish the log from the
+                # record), or between the park and queueing the park's wake-ups (queue them).
+                await finish_event_log(self.runtime.store, spec.run_id)
                 if record.phase is Phase.WAITING:
                     await self._wake_parked(spec.thread_id)
                 else:

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from .plugins._gates import *  # noqa: F403
     from .plugins._plugin import *  # noqa: F403
     from .runtime._builder import *  # noqa: F403
+    from .runtime._log_repair import *  # noqa: F403
     from .runtime._runtime import *  # noqa: F403
     from .state._effects import *  # noqa: F403
     from .state._engine import *  # noqa: F403

@@ -97,9 +97,18 @@ class PostgresExtras:
         """Follow a run's event log live, from any process: events with seq > ``after``.
 
         Wakes on LISTEN/NOTIFY (re-reading every ``idle`` seconds as a safety
-        net); ends after a ``run_finish`` event when ``until_finish``.
+        net); ends after a ``run_finish`` event when ``until_finish``. A run that
+        ended while its log did not (its writer died in between) has its log
+        finished from the committed record after ``idle`` seconds without an
+        append (``awaken_runtime.finish_event_log``), so this always returns for
+        an ended run.
         """
-        return tail(self.db, self.read_events, run_id, after, until_finish, idle)
+        return tail(self.db, self.read_events, run_id, after, until_finish, idle, self._finish_log)
+
+    async def _finish_log(self, run_id: str) -> bool:
+        from awaken_runtime import finish_event_log  # loads the event models on first use
+
+        return await finish_event_log(self, run_id)
 
     # -- scopes, configs ----------------------------------------------------------------
 

@@ -43,8 +43,14 @@ async def tail(
     after: int,
     until_finish: bool,
     idle: float,
+    repair: Callable[[str], Awaitable[bool]] | None = None,
 ) -> AsyncIterator[StreamEvent]:
-    """Yield the events of ``run_id`` after ``after``, then each new one as it is committed."""
+    """Yield the events of ``run_id`` after ``after``, then each new one as it is committed.
+
+    After ``idle`` seconds without an append, ``repair(run_id)`` finishes the log of a
+    run that stopped while its log did not (``finish_event_log``): a follower of a run
+    whose writer died between its end record and its ``RunFinish`` still gets the finish.
+    """
     await db.open()
     key = notify_key(db, run_id)
     try:
@@ -65,10 +71,14 @@ async def tail(
                 continue  # more is already stored
             # Wait for an append to this run (or re-read after `idle` as a safety net).
             # aclosing: a generator left open by `break` would keep the connection's lock.
+            woken = False
             async with aclosing(listener.notifies(timeout=idle)) as notes:
                 async for note in notes:
                     if note.payload == key:
+                        woken = True
                         break
+            if not woken and repair is not None:
+                await repair(run_id)  # nothing appended for a while: a log left unfinished?
     except psycopg.Error as exc:
         raise translate(db.where, f"follow events of run {run_id!r} in", exc) from exc
     finally:
