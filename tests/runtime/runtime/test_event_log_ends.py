@@ -11,6 +11,7 @@ step's events rebuilt from the thread, then the record's ``RunFinish``. Once.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -71,6 +72,13 @@ class DyingLog:
         hit = _final(events) if self.kill_at == "step_end" else self.kill_at in types
         if self.armed and hit:
             self.armed = False
+            # The kill lands after the run's end record (the window under test): the run
+            # goes on in its task while this append waits.
+            for _ in range(500):
+                record = await self._store.get_run(run_id)
+                if record is not None and record.phase is Phase.ENDED:
+                    break
+                await asyncio.sleep(0.01)
             raise Killed
         await self._store.append_events(run_id, events)
 

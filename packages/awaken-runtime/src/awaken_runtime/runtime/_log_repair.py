@@ -53,10 +53,11 @@ async def finish_event_log(store: Any, run_id: str) -> bool:
     without an event log, a log never started, or a log that already ends with
     a ``RunFinish`` of the record's phase.
     """
-    if not has_event_log(store) or not callable(getattr(store, "get_run", None)):
+    get_run = getattr(store, "get_run", None)
+    if not has_event_log(store) or not callable(get_run):
         return False
     for _attempt in range(_ATTEMPTS):
-        record = await store.get_run(run_id)
+        record = await get_run(run_id)
         if record is None or record.phase is Phase.RUNNING:
             return False
         logged = await _read_all(store, run_id)
@@ -91,14 +92,7 @@ async def _read_all(store: Any, run_id: str) -> list[StreamEvent]:
 
 async def _missing_events(store: Any, record: Any, logged: list[StreamEvent]) -> list[StreamEvent]:
     """The steps the record has and the log lacks, then the record's ``RunFinish``."""
-    from ..lifecycle._events import (
-        RunFinish,
-        StepEnd,
-        StepStart,
-        TextDelta,
-        ToolCallDone,
-        ToolCallReady,
-    )
+    from ..lifecycle import _events as ev  # only a repair loads the event models here
 
     snap = await store.load(ScopeBinding(record.thread_id, "default", "default"))
     latest = snap.latest_run
@@ -120,17 +114,17 @@ async def _missing_events(store: Any, record: Any, logged: list[StreamEvent]) ->
         _unlogged_steps(messages, logged, record, last_step)
     ):
         step = last_step + offset + 1
-        add(StepStart, step=step)
+        add(ev.StepStart, step=step)
         if answer.text:
-            add(TextDelta, delta=answer.text)
+            add(ev.TextDelta, delta=answer.text)
         for call in answer.tool_calls or ():
-            add(ToolCallReady, call_id=call.id, name=call.name, arguments=call.arguments)
+            add(ev.ToolCallReady, call_id=call.id, name=call.name, arguments=call.arguments)
         for result in results:
             outcome = "error" if (result.metadata or {}).get("is_error") else "success"
-            add(ToolCallDone, call_id=result.tool_call_id, output=result.text, outcome=outcome)
+            add(ev.ToolCallDone, call_id=result.tool_call_id, output=result.text, outcome=outcome)
         reason = (answer.metadata or {}).get("finish_reason")
         add(
-            StepEnd,
+            ev.StepEnd,
             step=step,
             usage=TokenUsage(),
             state_delta=[],
@@ -141,7 +135,7 @@ async def _missing_events(store: Any, record: Any, logged: list[StreamEvent]) ->
     natural = record.end_cause is not None and record.end_cause.kind == "natural_end"
     final = next((m.text for m in reversed(messages) if m.role == "assistant"), "")
     add(
-        RunFinish,
+        ev.RunFinish,
         phase=record.phase,
         end_cause=record.end_cause,
         ticket=tickets[0] if tickets else None,
