@@ -11,9 +11,11 @@ import; only the modules below are mutated) and the tests that exercise them.
 mutmut copies ``src/`` to ``mutants/src`` and puts that first on ``sys.path``,
 ahead of the editable installs, so the tests import the mutants.
 
-Mutated: ``awaken_ext_permissions`` ``_vouch``, ``_numbers``, ``_matchers``,
-``_policy`` and ``_arguments`` (what an allow vouches for, numeric caps,
-condition matching, precedence, declared views) and ``awaken_server._keys``.
+Mutated: ``awaken_ext_permissions`` ``_vouch``, ``_numbers`` and
+``_matchers`` (what an allow vouches for, numeric caps, how a condition
+matches an argument) and ``awaken_server._keys`` (the keys file, the bearer
+header). ``_policy`` and ``_arguments`` (precedence, declared views) are not
+in this run yet: about 1,300 mutants with them take an hour on two cores.
 Tests: ``tests/ext_permissions`` without the subprocess and bashlex-agreement
 modules (``test_cli``, ``test_sqlite``, ``test_shell``, ``test_readme``: they
 test code not mutated here, slowly) and ``tests/server/test_keys.py`` without
@@ -40,8 +42,6 @@ MUTATED = [
     "src/awaken_ext_permissions/_vouch.py",
     "src/awaken_ext_permissions/_numbers.py",
     "src/awaken_ext_permissions/_matchers.py",
-    "src/awaken_ext_permissions/_policy.py",
-    "src/awaken_ext_permissions/_arguments.py",
     "src/awaken_server/_keys.py",
 ]
 SKIPPED_TESTS = {"test_cli.py", "test_sqlite.py", "test_shell.py", "test_readme.py"}

@@ -13,6 +13,7 @@ import asyncio
 import math
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -313,3 +314,99 @@ def test_a_run_still_executes_what_the_allow_vouches_for() -> None:
     assert EXECUTED == [("shell", "git status")]
     _run(POLICY, "set_limit_raw", {"value": 5})
     assert EXECUTED == [("set_limit_raw", 5)]
+
+
+@pytest.mark.parametrize(
+    ("rule", "value", "expected"),
+    [
+        ("deny t(v > 0)", True, "deny"),  # a bool reads as 1
+        ("deny t(v < 1)", False, "deny"),  # and as 0
+        ("deny t(v > 0)", False, "allow"),
+        ("deny t(v > 10)", "0x1f", "deny"),  # int(x, 0) spellings
+        ("deny t(v > 10)", "0b11111", "deny"),
+        ("deny t(v > 10)", "0o37", "deny"),
+        ("deny t(v > 10)", "0x1", "allow"),
+        ("deny t(v > 10)", "\u3000 31 \u3000", "deny"),  # unicode blanks around it
+        ("deny t(v > 10)", "31 apples", "allow"),  # no tool reads that as a number
+        ("deny t(v < 0)", "-Infinity", "deny"),
+        ("deny t(v < 0)", "inf", "deny"),  # not finite: caught by any cap
+        ("deny t(v < 0)", 5, "allow"),
+        ("deny t(v < 0)", -1, "deny"),
+        ("deny t(v > 10)", [11], "allow"),  # not a number at all: not this rule's to judge
+        ("deny t(v > 10)", None, "allow"),
+    ],
+)
+def test_what_a_deny_cap_reads_as_a_number(rule: str, value: Any, expected: str) -> None:
+    assert _decided({"rules": [rule], "default": "allow"}, "t", {"v": value}) == expected
+
+
+@pytest.mark.parametrize(
+    ("rule", "value", "expected"),
+    [
+        ("allow t(v < 10)", 5, "allow"),
+        ("allow t(v < 10)", 5.5, "allow"),
+        ("allow t(v < 10)", 10**30 * -1, "allow"),
+        ("allow t(v < 10)", -math.inf, "ask"),
+        ("allow t(v < 10)", math.nan, "ask"),
+        ("allow t(v > 10)", math.inf, "ask"),
+        ("allow t(v > 10)", 11, "allow"),
+        ("allow t(v > 10)", 10, "ask"),
+        ("allow t(v < 10)", "5", "ask"),
+        ("allow t(v < 10)", True, "ask"),
+    ],
+)
+def test_what_an_allow_bound_accepts(rule: str, value: Any, expected: str) -> None:
+    assert _decided({"rules": [rule]}, "t", {"v": value}) == expected
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        't(v != "fast")',
+        't(v !~ "*rm*")',
+        't(v !=~ "rm")',
+        't(v =~ "^ls")',
+        't(v ~ "ls*")',
+        't(v[*] ~ "ls*")',
+    ],
+)
+def test_every_pattern_operator_of_an_allow_needs_a_plain_value(rule: str) -> None:
+    config = {"allow": [rule]}
+    value = "ls; reboot"
+    args = {"v": [value] if "[*]" in rule else value}
+    assert _decided(config, "t", args) == "ask"
+    ok = {"v": ["ls -la"] if "[*]" in rule else "ls -la"}
+    assert _decided(config, "t", ok) == "allow"
+
+
+def test_exact_values_are_the_rule_author_s_own_and_stay_allowed() -> None:
+    config = {"allow": ['t(v = "a; b")', 't(w in ["c | d"])']}
+    assert _decided(config, "t", {"v": "a; b"}) == "allow"
+    assert _decided(config, "t", {"w": "c | d"}) == "allow"
+
+
+@pytest.mark.parametrize(
+    ("value", "normalized"),
+    [
+        ("//etc/./passwd", "/etc/passwd"),
+        ("src\\..\\secrets\\key", "secrets/key"),
+        ("src/a/../../..", ".."),
+        ("src/a/", None),  # a trailing slash is normal
+        ("/", None),
+        ("a/b", None),
+        ("https://x/a/../b", None),  # a URL's path is not the filesystem's to normalize
+        ("no slash", None),
+        (7, None),
+    ],
+)
+def test_unnormal_path(value: Any, normalized: str | None) -> None:
+    assert unnormal_path(value) == normalized
+
+
+def test_a_deny_sees_normalized_items_of_a_list_and_names_them() -> None:
+    config = {"deny": ['t(p[*] ~ "src/secrets/*")'], "default": "allow"}
+    verdict = explain(config, "t", {"p": ["src/a", "src/x/../secrets/k"]})
+    assert (verdict.behavior.value, verdict.detail) == ("deny", "path p (normalized)")
+    one = explain({**config, "deny": ['t(q ~ "src/secrets/*")']}, "t", {"q": "src//secrets/k"})
+    assert one.detail == "path q='src/secrets/k' (normalized from 'src//secrets/k')"
+    assert explain(config, "t", {"p": ["src/a", 3]}).behavior.value == "allow"

@@ -50,7 +50,7 @@ def test_a_key_listed_twice_is_refused_naming_both_entries_and_profiles() -> Non
     message = _refused(
         f"{K1}:alice\n{K2}:bob\n{K1}:mallory\n",
         "keys.txt: entries 1 and 3 repeat a key",
-        f"key id {_key_id(K1)}",
+        f"key id {_key_id(K1)},",
         "profiles 'alice' and 'mallory'",
         "remove one entry",
     )
@@ -84,6 +84,12 @@ def test_any_repeated_key_is_refused_at_its_second_entry(keys: list[str], data: 
     entries.insert(at, f"{keys[first]}:other")
     message = _refused(",".join(entries), f"entries {first + 1} and {at + 1} repeat a key")
     assert f"profiles 'p{first}' and 'other'" in message
+
+
+def test_everything_after_the_first_hash_is_a_comment() -> None:
+    ring = KeyRing.parse(f"{K1}:alice # a # b\n{K2}:bob#x#y", source="keys.txt")
+    assert ring.authenticate(_conn(f"Bearer {K1}")).profile_id == "alice"
+    assert ring.authenticate(_conn(f"Bearer {K2}")).profile_id == "bob"
 
 
 def test_distinct_keys_load_each_to_its_profile() -> None:
@@ -185,26 +191,49 @@ NOT_BEARER = [
 ]
 
 
+NEEDS_KEY = (
+    {
+        "type": "https://awaken.dev/problems/unauthorized",
+        "title": "unauthorized",
+        "status": 401,
+        "detail": "this endpoint needs a bearer key",
+        "field": "header:Authorization",
+        "fix": "send 'Authorization: Bearer <key>'",
+    },
+    {"WWW-Authenticate": 'Bearer realm="awaken"'},
+)
+UNKNOWN_KEY = (
+    {
+        "type": "https://awaken.dev/problems/unauthorized",
+        "title": "unauthorized",
+        "status": 401,
+        "detail": "the bearer key is not known to this server",
+        "field": "header:Authorization",
+        "fix": "use a key listed in the server's --keys file or AWAKEN_SERVER_KEYS",
+    },
+    {"WWW-Authenticate": 'Bearer realm="awaken", error="invalid_token"'},
+)
+
+
+def _exactly(problem: Any, expected: tuple[dict[str, Any], dict[str, str]]) -> None:
+    assert (problem.body(), problem.headers) == expected
+
+
 @pytest.mark.parametrize("header", NOT_BEARER)
 def test_a_valid_key_under_another_scheme_is_refused(header: str) -> None:
-    problem = _unauthorized(RING, header)
-    assert problem.detail == "this endpoint needs a bearer key"
-    assert problem.headers["WWW-Authenticate"] == 'Bearer realm="awaken"'
+    _exactly(_unauthorized(RING, header), NEEDS_KEY)
 
 
 @pytest.mark.parametrize("header", [None, "", "Bearer", "Bearer ", "Bearer    ", "bearer \t"])
 def test_no_key_is_refused(header: str | None) -> None:
-    problem = _unauthorized(RING, header)
-    assert problem.detail == "this endpoint needs a bearer key"
+    _exactly(_unauthorized(RING, header), NEEDS_KEY)
 
 
 @pytest.mark.parametrize(
     "header", [f"Bearer {K3}", f"Bearer {K1}x", f"Bearer {K1[:-1]}", f"Bearer {K1} {K2}"]
 )
 def test_an_unknown_key_is_refused(header: str) -> None:
-    problem = _unauthorized(RING, header)
-    assert problem.detail == "the bearer key is not known to this server"
-    assert 'error="invalid_token"' in problem.headers["WWW-Authenticate"]
+    _exactly(_unauthorized(RING, header), UNKNOWN_KEY)
 
 
 @pytest.mark.parametrize(

@@ -34,13 +34,12 @@ def as_number(value: Any) -> int | float | None:
         return value
     if not isinstance(value, str):
         return None
-    text = value.strip()
-    try:
-        return float(text)
+    try:  # both ignore surrounding whitespace, as a tool's own parse would
+        return float(value)
     except ValueError:
         pass
     try:
-        return int(text, 0)
+        return int(value, 0)
     except ValueError:
         return None
 
