@@ -2,7 +2,11 @@
 
     hatch run mutate-gate                  # stage, run mutmut, print the results
     hatch run mutate-gate --max-children 1 # fewer workers on a busy machine
-    hatch run mutate-gate --results        # the last run's results again
+    hatch run mutate-gate --results        # the last run's counts again
+
+The counts, the score and the surviving mutants go to
+``benchmarks/results/mutate_gate.json``; ``mutmut show NAME`` in
+``build/mutate-gate`` shows one mutant.
 
 mutmut derives a module's name from its path (``src/pkg/mod.py`` is
 ``pkg.mod``), so the workspace's ``packages/<dist>/src`` layout is staged into
@@ -25,6 +29,7 @@ its real-server test (the in-process middleware test covers the same code).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -86,6 +91,37 @@ def mutmut(*args: str) -> int:
     return subprocess.call([sys.executable, "-m", "mutmut", *args], cwd=STAGE, env=env)
 
 
+def record() -> dict[str, object]:
+    """Count the run's mutants by status and write ``results/mutate_gate.json``."""
+    done = subprocess.run(
+        [sys.executable, "-m", "mutmut", "results", "--all", "true"],
+        cwd=STAGE,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    status: dict[str, str] = {}
+    for line in done.stdout.splitlines():
+        name, sep, state = line.strip().rpartition(": ")
+        if sep:
+            status[name] = state
+    counts = {
+        state: sum(1 for s in status.values() if s == state) for state in set(status.values())
+    }
+    tested = len(status) - counts.get("skipped", 0) - counts.get("not checked", 0)
+    killed = counts.get("killed", 0) + counts.get("timeout", 0)
+    summary: dict[str, object] = {
+        "mutated": MUTATED,
+        "counts": dict(sorted(counts.items())),
+        "score": round(100 * killed / tested, 2) if tested else None,
+        "survived": sorted(n for n, s in status.items() if s == "survived"),
+    }
+    out = ROOT / "benchmarks" / "results" / "mutate_gate.json"
+    out.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps({k: summary[k] for k in ("counts", "score")}))
+    return summary
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--max-children", type=int, default=2)
@@ -96,7 +132,8 @@ def main() -> int:
         status = mutmut("run", "--max-children", str(args.max_children))
         if status:
             return status
-    return mutmut("results", "--all", "true")
+    record()
+    return 0
 
 
 if __name__ == "__main__":

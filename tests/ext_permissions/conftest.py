@@ -14,6 +14,9 @@ from typing import Any
 
 import pytest
 
+from awaken_ext_permissions._matchers import _regex, glob_regex
+from awaken_ext_permissions._vouch import _plain
+
 RIG_PATH = Path(__file__).with_name("perm_rig.py")
 
 
@@ -26,6 +29,16 @@ def _load() -> Any:
 
 
 _RIG = _load()
+
+
+@pytest.fixture(autouse=True)
+def _cold_caches() -> None:
+    """Each test sees the matchers' module caches empty, so what it checks is computed
+    by the code under test, not remembered from an earlier test (or, in a mutation
+    run, from the unmutated code in the parent process)."""
+    _plain.cache_clear()
+    glob_regex.cache_clear()
+    _regex.cache_clear()
 
 
 @pytest.fixture

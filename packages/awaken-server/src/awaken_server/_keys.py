@@ -60,7 +60,7 @@ class KeyRing:
         pairs: dict[str, str] = {}
         where: dict[str, int] = {}
         for n, raw in enumerate(re.split(r"[,\n]", text), 1):
-            entry = raw.split("#", 1)[0].strip()
+            entry = raw.partition("#")[0].strip()
             if not entry:
                 continue
             key, sep, profile = entry.rpartition(":")
