@@ -16,8 +16,8 @@ def test_every_unnormal_argument_is_normalized_not_only_the_last() -> None:
     alt, note = normalized_paths(args) or ({}, "")
     assert alt == {"a": "x/y", "n": 1, "b": "p/q", "c": ["ok", "s"], "d": "fine/path"}
     assert (
-        note
-        == "path a='x/y' (normalized from 'x/./y'); path b='p/q' (normalized from 'p//q'); path c (normalized)"
+        note == "path a='x/y' (normalized from 'x/./y'); "
+        "path b='p/q' (normalized from 'p//q'); path c (normalized)"
     )
     assert normalized_paths({"a": ["ok", 3], "b": "x/./y"}, skip={"b"}) is None
     assert normalized_paths({"c": ["ok"], "a": "x/./y"}) == (
