@@ -70,3 +70,29 @@ def test_plain_paths_and_urls(value: str, expected: bool) -> None:
 def test_strict_equal_on_nested_values(a: Any, b: Any, expected: bool) -> None:
     assert strict_equal(a, b) is expected
     assert strict_equal(b, a) is expected
+
+
+def test_a_rule_with_three_or_more_conditions_needs_all_of_them() -> None:
+    config = {"allow": ['t(a = 1, b = 2, c ~ "x*")', 't(a = 1, b = 2, c ~ "y*", d = 4)']}
+    assert explain(config, "t", {"a": 1, "b": 2, "c": "xz"}).behavior.value == "allow"
+    assert explain(config, "t", {"a": 1, "b": 2, "c": "zz"}).behavior.value == "ask"
+    assert explain(config, "t", {"a": 1, "b": 3, "c": "xz"}).behavior.value == "ask"
+    assert explain(config, "t", {"a": 1, "b": 2, "c": "yz", "d": 4}).behavior.value == "allow"
+    assert explain(config, "t", {"a": 1, "b": 2, "c": "yz", "d": 5}).behavior.value == "ask"
+
+
+def test_a_url_without_a_path_is_plain() -> None:
+    assert plain("https://example.com") and plain("https://example.com/")
+
+
+def test_a_declared_argument_first_does_not_stop_the_others() -> None:
+    assert normalized_paths({"b": "x/./y", "a": "p//q"}, skip={"b"}) == (
+        {"b": "x/./y", "a": "p/q"},
+        "path a='p/q' (normalized from 'p//q')",
+    )
+
+
+def test_a_leading_double_slash_keeps_the_name_after_it() -> None:
+    from awaken_ext_permissions._vouch import unnormal_path
+
+    assert unnormal_path("//XX/./y") == "/XX/y"
