@@ -96,3 +96,12 @@ def test_a_leading_double_slash_keeps_the_name_after_it() -> None:
     from awaken_ext_permissions._vouch import unnormal_path
 
     assert unnormal_path("//XX/./y") == "/XX/y"
+
+
+def test_a_missing_last_key_is_missing_not_null() -> None:
+    from awaken_ext_permissions._matchers import MISSING, single_getter
+
+    assert single_getter(("a", "b"))({"a": {}}) is MISSING
+    config = {"deny": ["t(a.b = null)"], "default": "allow"}
+    assert explain(config, "t", {"a": {}}).behavior.value == "allow"
+    assert explain(config, "t", {"a": {"b": None}}).behavior.value == "deny"
