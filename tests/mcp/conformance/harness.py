@@ -117,6 +117,22 @@ class SuiteRun:
         failed = self.failed()
         return sorted(s for s, checks in self.checks.items() if checks and s not in failed)
 
+    def mismatches(self, expected: set[str]) -> list[str]:
+        """How the outcome differs from ``expected`` failures (empty when it matches exactly).
+
+        A failing scenario not expected, an expected one that passes (a stale
+        entry), an expected one the run did not have.
+        """
+        failed = self.failed()
+        out = [
+            f"failing, not expected: {s}: {why}" for s, why in failed.items() if s not in expected
+        ]
+        out += [
+            f"expected to fail, passing now: {s}" for s in sorted(expected & set(self.passed()))
+        ]
+        out += [f"expected to fail, not run: {s}" for s in sorted(expected - set(self.checks))]
+        return out
+
 
 def _scenario_of(folder: Path, mode: str) -> str:
     # The suite names each result folder `<mode>-<scenario>-<ISO timestamp>`; client-mode

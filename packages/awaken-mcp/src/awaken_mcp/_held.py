@@ -55,7 +55,8 @@ def elicit_result(value: Any, params: types.ElicitRequestParams | None) -> types
 
     ``{"action": "decline"}`` or ``{"action": "cancel"}`` declines; a URL-mode
     question is accepted without content; otherwise the value is the form's
-    content (a non-object value becomes ``{"value": ...}``).
+    content (a non-object value becomes ``{"value": ...}``), and a field it
+    leaves out that the form gives a ``default`` takes that default.
     """
     if (
         isinstance(value, dict)
@@ -69,7 +70,13 @@ def elicit_result(value: Any, params: types.ElicitRequestParams | None) -> types
         return types.ElicitResult(action=value["action"])
     if isinstance(params, types.ElicitRequestURLParams):
         return types.ElicitResult(action="accept")
-    content = value if isinstance(value, dict) else {"value": value}
+    content = dict(value) if isinstance(value, dict) else {"value": value}
+    if isinstance(params, types.ElicitRequestFormParams):
+        # Fields the user left out take the form's defaults (SEP-1034).
+        properties = params.requested_schema.get("properties") or {}
+        for name, spec in properties.items():
+            if isinstance(spec, dict) and "default" in spec and name not in content:
+                content[name] = spec["default"]
     return types.ElicitResult(action="accept", content=content)
 
 
